@@ -1,0 +1,489 @@
+/*-------------------------------------------------------------------------
+ *
+ * lockset.c
+ *	  This backend's held ZooKeeper locks: (name, mode) -> node, fencing
+ *	  token, session holds and transaction holds by subtransaction, with the
+ *	  transaction callbacks that end transaction-scoped holds.
+ *
+ * Scopes follow PostgreSQL's advisory locks.  One node serves both scopes
+ * of a (name, mode); it is deleted when the last hold of either scope goes.
+ * Session holds ignore ROLLBACK.  Transaction holds go at commit, at abort
+ * and at ROLLBACK TO a savepoint taken before them, and move to the parent
+ * when a subtransaction commits.
+ *
+ * The end-of-transaction callbacks must not block or raise: releases are
+ * asynchronous deletes (session.c retries them).  They run only at
+ * XACT_EVENT_COMMIT / ABORT, never at PRE_COMMIT, so another cluster can
+ * not take the lock before this transaction's commit is visible.  A lock
+ * whose session was lost stops the commit at PRE_COMMIT instead.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "access/xact.h"
+#include "commands/dbcommands.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "postmaster/postmaster.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/hsearch.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "zklock.h"
+
+typedef struct ZklLockKey
+{
+	bool		shared;
+	char		name[ZKL_NAME_MAX_BYTES + 1];
+} ZklLockKey;
+
+/* Transaction holds taken in one subtransaction. */
+typedef struct ZklXactHold
+{
+	SubTransactionId subid;
+	int			count;
+} ZklXactHold;
+
+typedef struct ZklLock
+{
+	ZklLockKey	key;			/* hash key: must be first */
+	char	   *node;			/* full znode path */
+	int64		token;			/* the node's czxid */
+	TimestampTz acquired_at;
+	uint64		epoch;			/* session that created the node */
+	int			session_holds;
+	int			nxact;			/* used entries of xact */
+	int			maxxact;
+	ZklXactHold *xact;
+} ZklLock;
+
+static HTAB *zkl_locks = NULL;
+static MemoryContext zkl_lock_cxt = NULL;
+
+static void lockset_xact_callback(XactEvent event, void *arg);
+static void lockset_subxact_callback(SubXactEvent event,
+									 SubTransactionId mySubid,
+									 SubTransactionId parentSubid, void *arg);
+
+/* Create the table and register the callbacks, once, on first use. */
+static void
+lockset_init(void)
+{
+	HASHCTL		ctl;
+
+	if (zkl_locks != NULL)
+		return;
+	zkl_lock_cxt = AllocSetContextCreate(TopMemoryContext, "zklock locks",
+										 ALLOCSET_SMALL_SIZES);
+	ctl.keysize = sizeof(ZklLockKey);
+	ctl.entrysize = sizeof(ZklLock);
+	ctl.hcxt = zkl_lock_cxt;
+	zkl_locks = hash_create("zklock held locks", 16, &ctl,
+							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	RegisterXactCallback(lockset_xact_callback, NULL);
+	RegisterSubXactCallback(lockset_subxact_callback, NULL);
+}
+
+static void
+lockset_key(ZklLockKey *key, const char *name, bool shared)
+{
+	memset(key, 0, sizeof(*key));
+	key->shared = shared;
+	strlcpy(key->name, name, sizeof(key->name));
+}
+
+static int
+lockset_xact_holds(ZklLock *lock)
+{
+	int			n = 0;
+
+	for (int i = 0; i < lock->nxact; i++)
+		n += lock->xact[i].count;
+	return n;
+}
+
+static const char *
+lockset_mode(ZklLock *lock)
+{
+	return lock->key.shared ? "shared" : "exclusive";
+}
+
+/* Drop the lock once no hold of either scope is left; never raises. */
+static void
+lockset_forget_if_unheld(ZklLock *lock)
+{
+	if (lock->session_holds > 0 || lockset_xact_holds(lock) > 0)
+		return;
+	if (zkl_session_health(lock->epoch) != ZKL_HEALTH_LOST)
+		zkl_session_delete(lock->node);
+	pfree(lock->node);
+	if (lock->xact)
+		pfree(lock->xact);
+	hash_search(zkl_locks, &lock->key, HASH_REMOVE, NULL);
+}
+
+static void
+lockset_add_xact_hold(ZklLock *lock)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+
+	if (lock->nxact > 0 && lock->xact[lock->nxact - 1].subid == subid)
+	{
+		lock->xact[lock->nxact - 1].count++;
+		return;
+	}
+	if (lock->nxact == lock->maxxact)
+	{
+		lock->maxxact = Max(4, lock->maxxact * 2);
+		lock->xact = lock->xact
+			? repalloc(lock->xact, sizeof(ZklXactHold) * lock->maxxact)
+			: MemoryContextAlloc(zkl_lock_cxt,
+								 sizeof(ZklXactHold) * lock->maxxact);
+	}
+	lock->xact[lock->nxact].subid = subid;
+	lock->xact[lock->nxact].count = 1;
+	lock->nxact++;
+}
+
+/* The JSON that a lock node carries: who holds or waits, for fleet views. */
+static char *
+lockset_owner_json(void)
+{
+	StringInfoData buf;
+	char		host[256];
+	const char *dbname = get_database_name(MyDatabaseId);
+
+	if (gethostname(host, sizeof(host)) != 0)
+		strlcpy(host, "", sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"host\":");
+	escape_json(&buf, host);
+	appendStringInfo(&buf, ",\"port\":%d,\"cluster_name\":", PostPortNumber);
+	escape_json(&buf, cluster_name ? cluster_name : "");
+	appendStringInfo(&buf, ",\"pid\":%d,\"database\":", MyProcPid);
+	escape_json(&buf, dbname ? dbname : "");
+	appendStringInfoString(&buf, ",\"user\":");
+	escape_json(&buf, GetUserNameFromId(GetUserId(), false));
+	appendStringInfoString(&buf, ",\"application_name\":");
+	escape_json(&buf, application_name ? application_name : "");
+	appendStringInfoString(&buf, ",\"acquired_at\":");
+	escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
+	appendStringInfoChar(&buf, '}');
+	return buf.data;
+}
+
+static void
+lockset_raise_lost(ZklLock *lock)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_EXCEPTION),
+			 errmsg("ZooKeeper lock \"%s\" (%s) was lost",
+					lock->key.name, lockset_mode(lock)),
+			 errdetail("The ZooKeeper session that held it expired."),
+			 errhint("Release it with zk_unlock or zk_unlock_all before taking it again.")));
+}
+
+/*
+ * Take one hold of (name, mode) in the given scope.  A lock already held
+ * in either scope only gains a hold and keeps its node and token; otherwise
+ * the recipe runs.  timeout_ms < 0 waits for ever.  Returns false when the
+ * timeout passed first.
+ */
+bool
+zkl_lockset_acquire(const char *name, bool shared, bool xact,
+					int64 timeout_ms, int64 *token)
+{
+	ZklLockKey	key;
+	ZklLock    *lock;
+	bool		found;
+	char	   *dir;
+	char		escaped[ZKL_ESCAPED_MAX];
+	char	   *node;
+	TimestampTz deadline = 0;
+
+	lockset_init();
+	lockset_key(&key, name, shared);
+	lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
+	if (lock != NULL)
+	{
+		if (zkl_session_health(lock->epoch) == ZKL_HEALTH_LOST)
+			lockset_raise_lost(lock);
+		if (xact)
+			lockset_add_xact_hold(lock);
+		else
+			lock->session_holds++;
+		*token = lock->token;
+		return true;
+	}
+
+	if (timeout_ms >= 0)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   timeout_ms);
+	zkl_session_connect();
+	zkl_names_escape(name, strlen(name), escaped);
+	dir = psprintf("%s/%s", zkl_root, escaped);
+	if (!zkl_recipe_acquire(dir, shared, lockset_owner_json(), deadline,
+							&node, token))
+		return false;
+
+	/* Out of memory here must not leave the node behind. */
+	PG_TRY();
+	{
+		char	   *copy = MemoryContextStrdup(zkl_lock_cxt, node);
+
+		lock = hash_search(zkl_locks, &key, HASH_ENTER, &found);
+		lock->node = copy;
+	}
+	PG_CATCH();
+	{
+		zkl_session_delete(node);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	lock->token = *token;
+	lock->acquired_at = GetCurrentTimestamp();
+	lock->epoch = zkl_session_epoch();
+	lock->session_holds = 0;
+	lock->nxact = lock->maxxact = 0;
+	lock->xact = NULL;
+	if (xact)
+		lockset_add_xact_hold(lock);
+	else
+		lock->session_holds = 1;
+	return true;
+}
+
+/*
+ * Release one session hold of (name, mode).  Not held, or lost: false and
+ * a WARNING, as pg_advisory_unlock does; a lost lock's holds are dropped.
+ */
+bool
+zkl_lockset_release(const char *name, bool shared)
+{
+	ZklLockKey	key;
+	ZklLock    *lock = NULL;
+
+	lockset_key(&key, name, shared);
+	if (zkl_locks != NULL)
+		lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
+	if (lock == NULL || lock->session_holds == 0)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("you don't own a ZooKeeper session lock \"%s\" in %s mode",
+						name, shared ? "shared" : "exclusive")));
+		return false;
+	}
+	if (zkl_session_health(lock->epoch) == ZKL_HEALTH_LOST)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
+						name, lockset_mode(lock)),
+				 errdetail("The ZooKeeper session that held it expired; another client may have taken it.")));
+		lock->session_holds = 0;
+		lockset_forget_if_unheld(lock);
+		return false;
+	}
+	lock->session_holds--;
+	lockset_forget_if_unheld(lock);
+	return true;
+}
+
+/* Release every session hold of this backend. */
+void
+zkl_lockset_release_all(void)
+{
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+
+	if (zkl_locks == NULL)
+		return;
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+	{
+		if (lock->session_holds == 0)
+			continue;
+		if (zkl_session_health(lock->epoch) == ZKL_HEALTH_LOST)
+			ereport(WARNING,
+					(errcode(ERRCODE_WARNING),
+					 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
+							lock->key.name, lockset_mode(lock)),
+					 errdetail("The ZooKeeper session that held it expired; another client may have taken it.")));
+		lock->session_holds = 0;
+		lockset_forget_if_unheld(lock);
+	}
+}
+
+static void
+lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
+{
+	ZklLockRow *row = palloc(sizeof(ZklLockRow));
+
+	row->name = pstrdup(lock->key.name);
+	row->shared = lock->key.shared;
+	row->xact = xact;
+	row->holds = holds;
+	row->node = pstrdup(lock->node);
+	row->token = lock->token;
+	row->acquired_at = lock->acquired_at;
+	row->health = zkl_session_health(lock->epoch);
+	*rows = lappend(*rows, row);
+}
+
+/* Rows of the zk_locks view: one per (name, mode, scope) held. */
+List *
+zkl_lockset_rows(void)
+{
+	List	   *rows = NIL;
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+
+	if (zkl_locks == NULL)
+		return NIL;
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+	{
+		int			xholds = lockset_xact_holds(lock);
+
+		if (lock->session_holds > 0)
+			lockset_add_row(&rows, lock, false, lock->session_holds);
+		if (xholds > 0)
+			lockset_add_row(&rows, lock, true, xholds);
+	}
+	return rows;
+}
+
+/*
+ * Before commit: refuse when a held lock was lost; a transaction must not
+ * commit work that a lost lock was meant to protect.
+ */
+static void
+lockset_check_before_commit(void)
+{
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+	{
+		if (zkl_session_health(lock->epoch) != ZKL_HEALTH_LOST)
+			continue;
+		hash_seq_term(&it);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("cannot commit while ZooKeeper lock \"%s\" (%s) is lost",
+						lock->key.name, lockset_mode(lock)),
+				 errdetail("The ZooKeeper session that held it expired; another client may have taken it."),
+				 errhint("Release it with zk_unlock or zk_unlock_all.")));
+	}
+}
+
+static void
+lockset_refuse_prepare(void)
+{
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+	{
+		if (lockset_xact_holds(lock) == 0)
+			continue;
+		hash_seq_term(&it);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot PREPARE a transaction that holds ZooKeeper transaction locks"),
+				 errdetail("Lock \"%s\" is held by a ZooKeeper session, which cannot be handed to a prepared transaction.",
+						   lock->key.name)));
+	}
+}
+
+/* End every transaction hold; for commit and abort.  Never raises. */
+static void
+lockset_end_xact_holds(void)
+{
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+	{
+		if (lock->nxact == 0)
+			continue;
+		lock->nxact = 0;
+		lockset_forget_if_unheld(lock);
+	}
+}
+
+static void
+lockset_xact_callback(XactEvent event, void *arg)
+{
+	(void) arg;
+	if (hash_get_num_entries(zkl_locks) == 0)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+			lockset_check_before_commit();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			lockset_refuse_prepare();
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			lockset_end_xact_holds();
+			break;
+	}
+}
+
+/*
+ * ROLLBACK TO / subtransaction abort drops the holds taken in it (its
+ * committed children's holds were moved into it already); subtransaction
+ * commit moves them to the parent.
+ */
+static void
+lockset_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						 SubTransactionId parentSubid, void *arg)
+{
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+
+	(void) arg;
+	if (hash_get_num_entries(zkl_locks) == 0 ||
+		(event != SUBXACT_EVENT_ABORT_SUB && event != SUBXACT_EVENT_COMMIT_SUB))
+		return;
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+	{
+		int			keep = 0;
+
+		for (int i = 0; i < lock->nxact; i++)
+		{
+			ZklXactHold h = lock->xact[i];
+
+			if (h.subid == mySubid && event == SUBXACT_EVENT_ABORT_SUB)
+				continue;
+			if (h.subid == mySubid)
+				h.subid = parentSubid;
+			if (keep > 0 && lock->xact[keep - 1].subid == h.subid)
+				lock->xact[keep - 1].count += h.count;
+			else
+				lock->xact[keep++] = h;
+		}
+		lock->nxact = keep;
+		lockset_forget_if_unheld(lock);
+	}
+}

@@ -1,0 +1,235 @@
+/*-------------------------------------------------------------------------
+ *
+ * names.c
+ *	  Lock name <-> znode name escaping, contender child-name parsing,
+ *	  ordering and the "who blocks me" decision of the lock recipe.
+ *
+ * Plain C on purpose: no palloc, no elog, callers pass the buffers.  That
+ * keeps these rules unit-testable (test/unit/test_names.c) and safe to call
+ * from a ZooKeeper thread.
+ *
+ * Ordering follows ZooKeeper's sequence suffix ("%010d" of the parent's
+ * int32 cversion), compared with serial-number arithmetic so that the wrap
+ * of the counter to negative numbers keeps the order.  Any prefix is
+ * accepted, so nodes of Curator (lock-, __READ__, __WRIT__) and kazoo
+ * (__lock__, __rlock__) take part in the same queue.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "names.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char zkl_hex[] = "0123456789ABCDEF";
+
+/* Bytes that stand for themselves in a znode name; all others are %XX. */
+static bool
+names_is_plain(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		(c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+/*
+ * Escape a lock name into one znode name component.  The result holds only
+ * [A-Za-z0-9_%-], so it is never '.', '..' or more than one component, and
+ * it decodes back to the same bytes.  out needs 3 * len + 1 bytes; returns
+ * the length.
+ */
+size_t
+zkl_names_escape(const char *name, size_t len, char *out)
+{
+	size_t		o = 0;
+
+	for (size_t i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) name[i];
+
+		if (names_is_plain(c))
+			out[o++] = (char) c;
+		else
+		{
+			out[o++] = '%';
+			out[o++] = zkl_hex[c >> 4];
+			out[o++] = zkl_hex[c & 0xF];
+		}
+	}
+	out[o] = '\0';
+	return o;
+}
+
+static int
+names_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/*
+ * Reverse zkl_names_escape.  Returns the decoded length, or -1 when the
+ * input is not something zkl_names_escape could have produced (so a
+ * directory made by another client is never shown under a wrong name).
+ */
+int
+zkl_names_unescape(const char *in, char *out, size_t outsize)
+{
+	size_t		o = 0;
+
+	for (size_t i = 0; in[i] != '\0'; i++)
+	{
+		unsigned char c;
+
+		if (o + 1 >= outsize)
+			return -1;
+		if (in[i] == '%')
+		{
+			int			hi = names_hexval(in[i + 1]);
+			int			lo = hi < 0 ? -1 : names_hexval(in[i + 2]);
+
+			if (lo < 0)
+				return -1;
+			c = (unsigned char) (hi << 4 | lo);
+			if (names_is_plain(c))
+				return -1;
+			i += 2;
+		}
+		else if (names_is_plain((unsigned char) in[i]))
+			c = (unsigned char) in[i];
+		else
+			return -1;
+		out[o++] = (char) c;
+	}
+	out[o] = '\0';
+	return (int) o;
+}
+
+static bool
+names_ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t		sl = strlen(suffix);
+
+	return len >= sl && memcmp(s + len - sl, suffix, sl) == 0;
+}
+
+/*
+ * Parse a lock directory child.  The last ten characters are ZooKeeper's
+ * sequence suffix: ten digits, or '-' and nine digits once the counter has
+ * wrapped.  Returns false for a child without one (it takes no part in the
+ * queue).  A child is ours when it starts with own_prefix (may be NULL).
+ */
+bool
+zkl_names_parse_child(const char *child, const char *own_prefix, ZklChild *out)
+{
+	size_t		len = strlen(child);
+	const char *suffix;
+	int64_t		v = 0;
+	bool		negative;
+
+	if (len < 10)
+		return false;
+	suffix = child + len - 10;
+	negative = suffix[0] == '-';
+	for (int i = negative ? 1 : 0; i < 10; i++)
+	{
+		if (suffix[i] < '0' || suffix[i] > '9')
+			return false;
+		v = v * 10 + (suffix[i] - '0');
+	}
+	if (negative)
+		v = -v;
+	if (v < INT32_MIN || v > INT32_MAX)
+		return false;
+
+	out->name = child;
+	out->seq = (int32_t) v;
+	out->shared = names_ends_with(child, len - 10, "__READ__") ||
+		names_ends_with(child, len - 10, "__rlock__");
+	out->ours = own_prefix != NULL &&
+		strncmp(child, own_prefix, strlen(own_prefix)) == 0;
+	return true;
+}
+
+/*
+ * Serial-number comparison of two sequence numbers (RFC 1982 style): a
+ * negative result means a was created before b, also across the wrap of
+ * the int32 counter.
+ */
+int
+zkl_names_seq_cmp(int32_t a, int32_t b)
+{
+	int32_t		d = (int32_t) ((uint32_t) a - (uint32_t) b);
+
+	return (d > 0) - (d < 0);
+}
+
+static int
+names_child_cmp(const void *a, const void *b)
+{
+	return zkl_names_seq_cmp(((const ZklChild *) a)->seq,
+							 ((const ZklChild *) b)->seq);
+}
+
+/* Sort children into queue order. */
+void
+zkl_names_sort(ZklChild *children, int n)
+{
+	qsort(children, (size_t) n, sizeof(ZklChild), names_child_cmp);
+}
+
+/*
+ * Text uuid of one contender node: ten bytes fixed for the session, then a
+ * 32-bit per-create counter, laid out as 8-4-4-4-12 hex digits like the
+ * uuids Curator puts in its protection prefix.
+ */
+void
+zkl_names_format_uuid(const unsigned char session_bytes[10], uint32_t counter,
+					  char out[ZKL_UUID_LEN + 1])
+{
+	unsigned char b[16];
+	int			o = 0;
+
+	memcpy(b, session_bytes, 10);
+	b[10] = 0;
+	b[11] = 0;
+	b[12] = (unsigned char) (counter >> 24);
+	b[13] = (unsigned char) (counter >> 16);
+	b[14] = (unsigned char) (counter >> 8);
+	b[15] = (unsigned char) counter;
+	for (int i = 0; i < 16; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = "0123456789abcdef"[b[i] >> 4];
+		out[o++] = "0123456789abcdef"[b[i] & 0xF];
+	}
+	out[o] = '\0';
+}
+
+/*
+ * The recipe's decision for sorted[self]: the index of the node it must
+ * wait for, or -1 when it holds the lock.  An exclusive contender waits for
+ * its nearest earlier foreign node; a shared one for its nearest earlier
+ * foreign exclusive node.  Our own nodes never block us: they are all held
+ * (a backend waits for one lock at a time), as PostgreSQL lets a session
+ * take a lock in exclusive mode while it holds it in shared mode.  Waiting
+ * on the nearest blocker only (not the first) is what avoids the herd.
+ */
+int
+zkl_names_blocker(const ZklChild *sorted, int n, int self)
+{
+	(void) n;
+	for (int i = self - 1; i >= 0; i--)
+	{
+		if (sorted[i].ours)
+			continue;
+		if (!sorted[self].shared || !sorted[i].shared)
+			return i;
+	}
+	return -1;
+}

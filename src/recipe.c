@@ -1,0 +1,306 @@
+/*-------------------------------------------------------------------------
+ *
+ * recipe.c
+ *	  The ZooKeeper lock recipe for one acquisition, as a state machine:
+ *	  enqueue, decide, watch, wait, re-check, give up.
+ *
+ * One node per contender, EPHEMERAL_SEQUENTIAL, named with Curator's
+ * protection prefix "_c_<uuid>-" so that a node whose create reply was lost
+ * can be found again.  The create and the directory listing are sent back
+ * to back: ZooKeeper runs one session's requests in order, so the listing
+ * already holds the new node and an uncontended acquire costs one round
+ * trip.  A waiter watches only the node that blocks it (names.c decides
+ * which), so one release wakes one waiter.
+ *
+ * Every way out but success gives up cleanly: the node is deleted and the
+ * watch removed before the error propagates, or the node would block
+ * everyone queued after it.  Deletes are asynchronous and retried by
+ * session.c, so giving up never waits and never raises.
+ *
+ * Knows nothing of SQL types; the lock directory and node data come from
+ * lockset.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <string.h>
+#include <zookeeper/zookeeper.h>
+
+#include "lib/stringinfo.h"
+#include "utils/timestamp.h"
+
+#include "zklock.h"
+
+/* Bound on re-creating a lock directory that the server keeps removing. */
+#define ZKL_DIR_ATTEMPTS 5
+
+typedef enum ZklRecipeState
+{
+	RS_ENQUEUE,					/* send create and listing back to back */
+	RS_MAKE_DIRS,				/* the lock directory is missing */
+	RS_LIST,					/* list the directory again */
+	RS_DECIDE,					/* held, or pick the node to wait for */
+	RS_WATCH,					/* set a watch on that node */
+	RS_WAIT,					/* wait for the watch to fire */
+	RS_HELD,
+	RS_TIMED_OUT
+} ZklRecipeState;
+
+typedef struct ZklRecipe
+{
+	const char *dir;
+	bool		shared;
+	const char *data;
+	TimestampTz deadline;		/* 0: wait for ever */
+	char	   *node;			/* our node's path, once created */
+	int64		token;
+	int			dir_attempts;
+	ZklOp	   *create;
+	ZklOp	   *list;
+	char	   *watched;		/* path of the node we wait for */
+	uint64		since;			/* watch count when the watch was set */
+} ZklRecipe;
+
+/* Wait for a request's answer; the recipe bounds requests by the session. */
+static int
+recipe_answer(ZklOp *op)
+{
+	zkl_session_await(op, 0);
+	return zkl_session_op_rc(op);
+}
+
+/* Send our create and the listing without waiting in between. */
+static ZklRecipeState
+recipe_enqueue(ZklRecipe *r)
+{
+	char		uuid[ZKL_UUID_LEN + 1];
+	char	   *prefix;
+	char	   *path;
+	int			rc;
+
+	zkl_session_next_uuid(uuid);
+	prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
+	path = psprintf("%s/%s%s%s", r->dir, ZKL_PROTECT_PREFIX, uuid,
+					r->shared ? ZKL_SHARED_INFIX : ZKL_EXCLUSIVE_INFIX);
+	r->create = zkl_session_create(path, r->data, ZOO_EPHEMERAL_SEQUENTIAL,
+								   r->dir, prefix);
+	r->list = zkl_session_children(r->dir);
+
+	rc = recipe_answer(r->create);
+	if (rc == ZNONODE)
+	{
+		zkl_session_op_free(r->create);
+		r->create = NULL;
+		return RS_MAKE_DIRS;
+	}
+	if (rc != ZOK)
+		zkl_session_raise(rc, "create", path);
+	r->node = zkl_session_op_take_node(r->create, &r->token);
+	zkl_session_op_free(r->create);
+	r->create = NULL;
+	return RS_DECIDE;
+}
+
+/*
+ * Create the lock directory (a container, removed by the server when
+ * empty) and the persistent directories above it, all in one pipeline.
+ */
+static ZklRecipeState
+recipe_make_dirs(ZklRecipe *r)
+{
+	ZklOp	   *ops[64];
+	int			nops = 0;
+	const char *p = r->dir;
+
+	zkl_session_op_free(r->list);
+	r->list = NULL;
+	if (++r->dir_attempts > ZKL_DIR_ATTEMPTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("could not create ZooKeeper lock directory \"%s\"",
+						r->dir),
+				 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
+
+	while ((p = strchr(p + 1, '/')) != NULL && nops < (int) lengthof(ops) - 1)
+		ops[nops++] = zkl_session_create(pnstrdup(r->dir, p - r->dir), NULL,
+										 0, NULL, NULL);
+	ops[nops++] = zkl_session_create(r->dir, NULL, ZOO_CONTAINER, NULL, NULL);
+
+	for (int i = 0; i < nops; i++)
+	{
+		int			rc = recipe_answer(ops[i]);
+
+		zkl_session_op_free(ops[i]);
+		if (rc != ZOK && rc != ZNODEEXISTS)
+		{
+			for (int j = i + 1; j < nops; j++)
+				zkl_session_op_free(ops[j]);
+			zkl_session_raise(rc, "create", r->dir);
+		}
+	}
+	return RS_ENQUEUE;
+}
+
+static ZklRecipeState
+recipe_list(ZklRecipe *r)
+{
+	r->list = zkl_session_children(r->dir);
+	return RS_DECIDE;
+}
+
+/* Order the listing and find what, if anything, we must wait for. */
+static ZklRecipeState
+recipe_decide(ZklRecipe *r)
+{
+	char	  **names;
+	int			n;
+	int			rc = recipe_answer(r->list);
+	const char *own = strrchr(r->node, '/') + 1;
+	ZklChild   *kids;
+	int			nkids = 0;
+	int			self = -1;
+	int			blocker;
+
+	if (rc == ZNONODE)
+		rc = ZSESSIONEXPIRED;	/* our node's directory is gone: so is it */
+	if (rc != ZOK)
+		zkl_session_raise(rc, "list", r->dir);
+
+	n = zkl_session_op_children(r->list, &names);
+	kids = palloc(sizeof(ZklChild) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (zkl_names_parse_child(names[i], zkl_session_own_prefix(),
+								  &kids[nkids]))
+			nkids++;
+	zkl_names_sort(kids, nkids);
+	for (int i = 0; i < nkids; i++)
+		if (strcmp(kids[i].name, own) == 0)
+			self = i;
+	if (self < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("ZooKeeper lock node \"%s\" vanished while waiting",
+						r->node),
+				 errdetail("The ZooKeeper session may have expired.")));
+
+	blocker = zkl_names_blocker(kids, nkids, self);
+	if (blocker >= 0)
+		r->watched = psprintf("%s/%s", r->dir, kids[blocker].name);
+	pfree(kids);
+	zkl_session_op_free(r->list);
+	r->list = NULL;
+
+	if (blocker < 0)
+		return RS_HELD;
+	if (r->deadline != 0 && GetCurrentTimestamp() >= r->deadline)
+		return RS_TIMED_OUT;
+	return RS_WATCH;
+}
+
+/* Watch the blocking node; if it is gone already, look again. */
+static ZklRecipeState
+recipe_watch(ZklRecipe *r)
+{
+	ZklOp	   *op;
+	int			rc;
+
+	r->since = zkl_session_watch_count();
+	op = zkl_session_watch(r->watched);
+	rc = recipe_answer(op);
+	zkl_session_op_free(op);
+	if (rc == ZNONODE)
+		return RS_LIST;
+	if (rc != ZOK)
+		zkl_session_raise(rc, "watch", r->watched);
+	return RS_WAIT;
+}
+
+static ZklRecipeState
+recipe_wait(ZklRecipe *r)
+{
+	if (!zkl_session_await_watch(r->since, r->deadline))
+		return RS_TIMED_OUT;
+	return RS_LIST;
+}
+
+/* Undo everything this acquisition left in ZooKeeper; never raises. */
+static void
+recipe_give_up(ZklRecipe *r)
+{
+	zkl_session_op_free(r->create);
+	zkl_session_op_free(r->list);
+	r->create = r->list = NULL;
+	if (r->watched)
+		zkl_session_unwatch(r->watched);
+	if (r->node)
+		zkl_session_delete(r->node);
+}
+
+/*
+ * Run the recipe for one lock directory.  Returns true with the node path
+ * and fencing token (czxid) once held, false when the deadline passed
+ * first; raises on ZooKeeper errors and interrupts, leaving nothing behind.
+ */
+bool
+zkl_recipe_acquire(const char *dir, bool shared, const char *data,
+				   TimestampTz deadline, char **node, int64 *token)
+{
+	ZklRecipe	r;
+	volatile ZklRecipeState state = RS_ENQUEUE;
+
+	memset(&r, 0, sizeof(r));
+	r.dir = dir;
+	r.shared = shared;
+	r.data = data;
+	r.deadline = deadline;
+
+	PG_TRY();
+	{
+		while (state != RS_HELD && state != RS_TIMED_OUT)
+		{
+			switch (state)
+			{
+				case RS_ENQUEUE:
+					state = recipe_enqueue(&r);
+					break;
+				case RS_MAKE_DIRS:
+					state = recipe_make_dirs(&r);
+					break;
+				case RS_LIST:
+					state = recipe_list(&r);
+					break;
+				case RS_DECIDE:
+					if (r.watched)
+						pfree(r.watched);
+					r.watched = NULL;
+					state = recipe_decide(&r);
+					break;
+				case RS_WATCH:
+					state = recipe_watch(&r);
+					break;
+				case RS_WAIT:
+					state = recipe_wait(&r);
+					break;
+				case RS_HELD:
+				case RS_TIMED_OUT:
+					break;
+			}
+		}
+	}
+	PG_CATCH();
+	{
+		recipe_give_up(&r);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (state == RS_TIMED_OUT)
+	{
+		recipe_give_up(&r);
+		return false;
+	}
+	*node = r.node;
+	*token = r.token;
+	return true;
+}

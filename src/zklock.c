@@ -1,0 +1,26 @@
+/*-------------------------------------------------------------------------
+ *
+ * zklock.c
+ *	  Module magic and _PG_init.
+ *
+ * _PG_init only defines settings: it may run in the postmaster
+ * (shared_preload_libraries), and threads do not survive fork, so no
+ * ZooKeeper session is opened before a backend's first zk_* call.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "zklock.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	zkl_guc_define();
+}

@@ -60,6 +60,7 @@ AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
 -- This backend's own locks.
 CREATE VIEW zk_locks AS SELECT * FROM zk_locks_info();
+GRANT SELECT ON zk_locks TO PUBLIC;
 
 -- Default privileges.  A zklock lock is seen by every cluster on the
 -- ensemble, so taking one can hold up jobs far from this database: the

@@ -118,38 +118,86 @@ names_ends_with(const char *s, size_t len, const char *suffix)
 }
 
 /*
- * Parse a lock directory child.  The last ten characters are ZooKeeper's
- * sequence suffix: ten digits, or '-' and nine digits once the counter has
- * wrapped.  Returns false for a child without one (it takes no part in the
- * queue).  A child is ours when it starts with own_prefix (may be NULL).
+ * Parse a sequence suffix: ten digits, or '-' and nine or ten digits (a
+ * wrapped counter printed with "%010d").  Returns false if it is not one.
  */
-bool
-zkl_names_parse_child(const char *child, const char *own_prefix, ZklChild *out)
+static bool
+names_parse_seq(const char *s, int32_t *seq)
 {
-	size_t		len = strlen(child);
-	const char *suffix;
+	bool		negative = s[0] == '-';
+	const char *d = negative ? s + 1 : s;
+	size_t		len = strlen(d);
 	int64_t		v = 0;
-	bool		negative;
 
-	if (len < 10)
+	if (len != 10 && !(negative && len == 9))
 		return false;
-	suffix = child + len - 10;
-	negative = suffix[0] == '-';
-	for (int i = negative ? 1 : 0; i < 10; i++)
+	for (size_t i = 0; i < len; i++)
 	{
-		if (suffix[i] < '0' || suffix[i] > '9')
+		if (d[i] < '0' || d[i] > '9')
 			return false;
-		v = v * 10 + (suffix[i] - '0');
+		v = v * 10 + (d[i] - '0');
 	}
 	if (negative)
 		v = -v;
 	if (v < INT32_MIN || v > INT32_MAX)
 		return false;
+	*seq = (int32_t) v;
+	return true;
+}
 
+/*
+ * Where the sequence suffix of a child starts.  After the last known
+ * marker (ours and Curator's "lock-", "__READ__", "__WRIT__", kazoo's
+ * "__lock__", "__rlock__"), so that "lock--2147483647" reads as a wrapped
+ * counter; for other names, the last ten characters, or eleven when a
+ * second '-' shows the first is the counter's sign.
+ */
+static const char *
+names_seq_start(const char *child, size_t len)
+{
+	static const char *const markers[] = {"lock-", "__READ__", "__WRIT__",
+	"__lock__", "__rlock__"};
+	const char *best = NULL;
+
+	for (size_t m = 0; m < sizeof(markers) / sizeof(markers[0]); m++)
+	{
+		const char *p = child;
+		const char *hit;
+
+		while ((hit = strstr(p, markers[m])) != NULL)
+		{
+			const char *after = hit + strlen(markers[m]);
+
+			if (best == NULL || after > best)
+				best = after;
+			p = hit + 1;
+		}
+	}
+	if (best != NULL && len - (size_t) (best - child) <= 11)
+		return best;
+	if (len >= 12 && child[len - 11] == '-' && child[len - 12] == '-')
+		return child + len - 11;
+	return len >= 10 ? child + len - 10 : NULL;
+}
+
+/*
+ * Parse a lock directory child.  Returns false for a child without a
+ * sequence suffix (it takes no part in the queue).  A child is ours when
+ * it starts with own_prefix (may be NULL).
+ */
+bool
+zkl_names_parse_child(const char *child, const char *own_prefix, ZklChild *out)
+{
+	size_t		len = strlen(child);
+	const char *seq = names_seq_start(child, len);
+	size_t		plen;
+
+	if (seq == NULL || !names_parse_seq(seq, &out->seq))
+		return false;
+	plen = (size_t) (seq - child);
 	out->name = child;
-	out->seq = (int32_t) v;
-	out->shared = names_ends_with(child, len - 10, "__READ__") ||
-		names_ends_with(child, len - 10, "__rlock__");
+	out->shared = names_ends_with(child, plen, "__READ__") ||
+		names_ends_with(child, plen, "__rlock__");
 	out->ours = own_prefix != NULL &&
 		strncmp(child, own_prefix, strlen(own_prefix)) == 0;
 	return true;

@@ -641,6 +641,7 @@ session_open(void)
 	sigset_t	saved;
 	zhandle_t  *zh;
 	int			state;
+	int			init_errno;
 	TimestampTz deadline;
 
 	if (zkl_hosts == NULL || zkl_hosts[0] == '\0')
@@ -671,17 +672,22 @@ session_open(void)
 	/* Both library threads inherit the full mask; restore ours after. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	errno = 0;
 	zh = zookeeper_init2(zkl_hosts, session_watcher, zkl_session_timeout,
 						 NULL, NULL, 0, session_log);
+	init_errno = errno;
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	if (zh == NULL)
 	{
 		for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
 			ReleaseExternalFD();
+		session_flush_log();
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not open ZooKeeper session to \"%s\": %m",
+				 errmsg("could not open ZooKeeper session to \"%s\"",
 						zkl_hosts),
+				 init_errno != 0 ?
+				 errdetail_internal("%s", strerror(init_errno)) : 0,
 				 errhint("Check the connect string in zklock.hosts.")));
 	}
 	pthread_mutex_lock(&zkl_shared.mu);

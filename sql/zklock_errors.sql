@@ -1,0 +1,92 @@
+--
+-- Bad input: a clear error with the right SQLSTATE, and nothing left
+-- behind.
+--
+CREATE EXTENSION IF NOT EXISTS zklock;
+\set VERBOSITY default
+
+SELECT zk_lock('');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_try_xact_lock_shared('');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_lock(repeat('x', 257));
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_lock(repeat('é', 129));
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_lock('neg', '-1 second');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_try_lock('neg', '-1 day');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_unlock('');
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM zk_locks;
+
+-- unlocking what is not held: false and a WARNING
+SELECT zk_unlock('never-taken'), zk_unlock_shared('never-taken');
+
+-- zklock.root must be a sane absolute path
+SET zklock.root = 'relative';
+SET zklock.root = '/';
+SET zklock.root = '/a//b';
+SET zklock.root = '/a/../b';
+SET zklock.root = '/zookeeper/quota';
+SET zklock.root = '/trailing/';
+\echo :LAST_ERROR_SQLSTATE
+SET zklock.root = '/zklock-regress/nested';
+SELECT zk_lock('rooted') > 0;
+SELECT node LIKE '/zklock-regress/nested/rooted/%' AS under_new_root FROM zk_locks;
+SELECT zk_unlock('rooted');
+RESET zklock.root;
+
+-- settings: the reserved prefix, units, bounds
+SET zklock.no_such_setting = 1;
+SET zklock.session_timeout = '50ms';
+SET zklock.connect_timeout = '2s';
+SHOW zklock.connect_timeout;
+RESET zklock.connect_timeout;
+
+-- zklock.hosts unset: an error naming the setting (in a new backend)
+\c
+SET zklock.hosts = '';
+SELECT zk_lock('no-hosts');
+\echo :LAST_ERROR_SQLSTATE
+RESET zklock.hosts;
+
+-- an unreachable ensemble: an 08 error within connect_timeout, no hang
+\c
+SET zklock.hosts = '127.0.0.1:1';
+SET zklock.connect_timeout = '500ms';
+SELECT clock_timestamp() AS t0 \gset
+SELECT zk_lock('unreachable');
+\echo :LAST_ERROR_SQLSTATE
+SELECT clock_timestamp() - :'t0' < interval '5s' AS bounded;
+-- the session is not left half-open: with good hosts the next call works
+RESET zklock.hosts;
+SELECT zk_lock('reachable-again') > 0;
+SELECT zk_unlock('reachable-again');
+
+-- a malformed connect string
+\c
+SET zklock.hosts = ',,,';
+SELECT zk_lock('bad-hosts');
+\echo :LAST_ERROR_SQLSTATE
+RESET zklock.hosts;
+
+-- privileges: hosts and root are superuser-only; taking locks needs a grant
+CREATE ROLE regress_zk_user;
+SET ROLE regress_zk_user;
+SET zklock.hosts = '127.0.0.1:2181';
+\echo :LAST_ERROR_SQLSTATE
+SET zklock.root = '/elsewhere';
+SELECT zk_lock('not-granted');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_unlock('not-granted');
+SELECT count(*) FROM zk_locks;
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION zk_lock(text, interval) TO regress_zk_user;
+SET ROLE regress_zk_user;
+SELECT zk_lock('granted') > 0;
+SELECT zk_unlock('granted');
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION zk_lock(text, interval) FROM regress_zk_user;
+DROP ROLE regress_zk_user;

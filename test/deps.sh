@@ -1,0 +1,30 @@
+#!/bin/sh
+# Install what zklock needs from Debian's packages; a no-op when all is there.
+#   build:  postgresql-server-dev-15 (PGXS, pg_config), libzookeeper-mt-dev
+#   run:    zookeeper (server jars; not zookeeperd, which starts a service)
+#   test:   libipc-run-perl (TAP), python3-kazoo (tree inspection, peers),
+#           netcat-openbsd (four-letter words by hand)
+set -eu
+
+PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
+libzookeeper-mt-dev zookeeper libipc-run-perl python3-kazoo netcat-openbsd \
+default-jre-headless make gcc"
+
+missing=""
+for p in $PACKAGES; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "zklock: missing Debian packages:$missing" >&2
+	echo "zklock: run 'make deps' as root to install them" >&2
+	exit 1
+fi
+echo "zklock: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >/dev/null

@@ -1,0 +1,159 @@
+/*
+ * Unit tests of src/names.c: escaping, child parsing, serial-number order
+ * across the int32 wrap, and the recipe's blocker decision.  TAP output.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "names.h"
+
+static int	ntests = 0;
+static int	nfailed = 0;
+
+static void
+check(int cond, const char *what)
+{
+	ntests++;
+	if (!cond)
+		nfailed++;
+	printf("%sok %d - %s\n", cond ? "" : "not ", ntests, what);
+}
+
+static void
+test_escape(void)
+{
+	const char *names[] = {"nightly-billing", "a/b", "..", ".", "%41",
+	"with space", "caf\xc3\xa9", "_c_x-lock-0000000001", "zookeeper"};
+	char		esc[ZKL_ESCAPED_MAX];
+	char		back[ZKL_NAME_MAX_BYTES + 1];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+	{
+		char		what[ZKL_ESCAPED_MAX + 64];
+
+		zkl_names_escape(names[i], strlen(names[i]), esc);
+		snprintf(what, sizeof(what), "escape round-trips \"%s\" as %s",
+				 names[i], esc);
+		check(strchr(esc, '/') == NULL && strcmp(esc, ".") != 0 &&
+			  strcmp(esc, "..") != 0 &&
+			  zkl_names_unescape(esc, back, sizeof(back)) ==
+			  (int) strlen(names[i]) && strcmp(back, names[i]) == 0, what);
+	}
+	zkl_names_escape("a/b", 3, esc);
+	check(strcmp(esc, "a%2Fb") == 0, "slash is %2F");
+	check(zkl_names_unescape("a%2", back, sizeof(back)) < 0,
+		  "truncated escape is rejected");
+	check(zkl_names_unescape("%41", back, sizeof(back)) < 0,
+		  "escaped plain byte is rejected (one name, one encoding)");
+	check(zkl_names_unescape("a.b", back, sizeof(back)) < 0,
+		  "unescaped dot is rejected");
+}
+
+static void
+test_parse(void)
+{
+	ZklChild	c;
+
+	check(zkl_names_parse_child("_c_abc-lock-0000000042", "_c_abc", &c) &&
+		  c.seq == 42 && !c.shared && c.ours, "our exclusive node");
+	check(zkl_names_parse_child("_c_abc-__READ__0000000007", "_c_zzz", &c) &&
+		  c.seq == 7 && c.shared && !c.ours, "foreign Curator read node");
+	check(zkl_names_parse_child("_c_abc-__WRIT__0000000008", NULL, &c) &&
+		  !c.shared, "Curator write node is exclusive");
+	check(zkl_names_parse_child("f00d__rlock__0000000009", NULL, &c) &&
+		  c.shared, "kazoo read lock node is shared");
+	check(zkl_names_parse_child("f00d__lock__0000000010", NULL, &c) &&
+		  !c.shared, "kazoo lock node is exclusive");
+	check(zkl_names_parse_child("x-lock--000000005", NULL, &c) &&
+		  c.seq == -5, "wrapped (negative) sequence");
+	check(zkl_names_parse_child("x-lock--2147483647", NULL, &c) &&
+		  c.seq == -2147483647, "wrapped sequence with ten digits");
+	check(zkl_names_parse_child("x-lock-2147483647", NULL, &c) &&
+		  c.seq == 2147483647, "largest positive after lock-");
+	check(zkl_names_parse_child("x__READ__-0000000001", NULL, &c) &&
+		  c.seq == -1 && c.shared, "wrapped reader after __READ__");
+	check(zkl_names_parse_child("other--1000000000", NULL, &c) &&
+		  c.seq == -1000000000, "unknown prefix, wrapped");
+	check(zkl_names_parse_child("other-0000000012", NULL, &c) &&
+		  c.seq == 12, "unknown prefix, plain");
+	check(zkl_names_parse_child("x2147483647", NULL, &c) &&
+		  c.seq == 2147483647, "largest sequence");
+	check(!zkl_names_parse_child("no-sequence", NULL, &c),
+		  "child without sequence is ignored");
+	check(!zkl_names_parse_child("lock-00000abc12", NULL, &c),
+		  "non-digit suffix is ignored");
+}
+
+static void
+test_order(void)
+{
+	ZklChild	c[4];
+
+	check(zkl_names_seq_cmp(1, 2) < 0, "1 before 2");
+	check(zkl_names_seq_cmp(2147483647, -2147483647 - 1) < 0,
+		  "INT32_MAX before INT32_MIN (wrap)");
+	check(zkl_names_seq_cmp(2147483600, -2147483600) < 0,
+		  "near-max before wrapped negative");
+	zkl_names_parse_child("a-lock--2147483647", NULL, &c[0]);
+	zkl_names_parse_child("b-lock-2147483646", NULL, &c[1]);
+	zkl_names_parse_child("c-lock-2147483647", NULL, &c[2]);
+	zkl_names_parse_child("d-lock--2147483648", NULL, &c[3]);
+	zkl_names_sort(c, 4);
+	check(c[0].name[0] == 'b' && c[1].name[0] == 'c' && c[2].name[0] == 'd' &&
+		  c[3].name[0] == 'a', "sort keeps order across the wrap");
+}
+
+static void
+test_blocker(void)
+{
+	ZklChild	q[5];
+
+	/* R1 R2 W3 R4(self) W5(self) */
+	zkl_names_parse_child("_c_o-__READ__0000000001", "_c_me", &q[0]);
+	zkl_names_parse_child("_c_o-__READ__0000000002", "_c_me", &q[1]);
+	zkl_names_parse_child("_c_o-lock-0000000003", "_c_me", &q[2]);
+	zkl_names_parse_child("_c_o-__READ__0000000004", "_c_me", &q[3]);
+	zkl_names_parse_child("_c_o-lock-0000000005", "_c_me", &q[4]);
+	check(zkl_names_blocker(q, 5, 0) == -1, "first reader holds");
+	check(zkl_names_blocker(q, 5, 1) == -1, "second reader holds with first");
+	check(zkl_names_blocker(q, 5, 2) == 1, "writer waits for nearest node only");
+	check(zkl_names_blocker(q, 5, 3) == 2, "reader waits for earlier writer");
+	check(zkl_names_blocker(q, 5, 4) == 3, "writer waits for immediate predecessor");
+
+	/* our shared S1, then our exclusive X2: never wait on ourselves */
+	zkl_names_parse_child("_c_me1-__READ__0000000001", "_c_me", &q[0]);
+	zkl_names_parse_child("_c_me2-lock-0000000002", "_c_me", &q[1]);
+	check(zkl_names_blocker(q, 2, 1) == -1, "own shared does not block own exclusive");
+	/* ours S1, foreign X2, ours X3: wait for the foreign one */
+	zkl_names_parse_child("_c_me1-__READ__0000000001", "_c_me", &q[0]);
+	zkl_names_parse_child("_c_o-lock-0000000002", "_c_me", &q[1]);
+	zkl_names_parse_child("_c_me3-lock-0000000003", "_c_me", &q[2]);
+	check(zkl_names_blocker(q, 3, 2) == 1, "foreign waiter between own nodes blocks");
+}
+
+static void
+test_uuid(void)
+{
+	unsigned char b[10] = {0xde, 0xad, 0xbe, 0xef, 0, 1, 2, 3, 4, 5};
+	char		u1[ZKL_UUID_LEN + 1];
+	char		u2[ZKL_UUID_LEN + 1];
+
+	zkl_names_format_uuid(b, 1, u1);
+	zkl_names_format_uuid(b, 2, u2);
+	check(strlen(u1) == ZKL_UUID_LEN && u1[8] == '-' && u1[13] == '-' &&
+		  u1[18] == '-' && u1[23] == '-', "uuid has the 8-4-4-4-12 form");
+	check(strncmp(u1, u2, ZKL_UUID_SESSION_LEN) == 0 && strcmp(u1, u2) != 0,
+		  "uuids of one session share the session part only");
+}
+
+int
+main(void)
+{
+	test_escape();
+	test_parse();
+	test_order();
+	test_blocker();
+	test_uuid();
+	printf("1..%d\n", ntests);
+	return nfailed > 0;
+}

@@ -82,12 +82,11 @@ my %ports_in_use;
 
 =item ZkEnsemble->new(%args)
 
-Arguments: servers (1 or 3, default 3), basedir (default: a temporary
+Arguments: servers (default 3; 1 runs standalone), basedir (default: a temporary
 directory removed at exit), tick_time (ms, default 200), extra_conf
 (hashref of extra zoo.cfg lines; znode.container.* keys become JVM
 properties), jvm_opts (string, appended to the JVM options), start (default
-1), start_timeout (s, default 60).  Standalone mode for 1 server, a quorum of
-QuorumPeerMain processes otherwise.
+1), start_timeout (s, default 60).
 
 =cut
 
@@ -171,8 +170,9 @@ sub start
 =item $zk->connect_string, $zk->port($i), $zk->server_count
 
 Connect string "127.0.0.1:p1,...", the client port of server $i (1..N), the
-number of servers.  Also: $zk->basedir, $zk->pid($i), $zk->log_file($i),
-$zk->log_tail($i, $lines), $zk->is_running($i), $zk->is_paused($i).
+number of servers.  Also: $zk->basedir, $zk->pid($i) (undef once this
+process reaped it), $zk->log_file($i), $zk->log_tail($i, $lines),
+$zk->is_running($i), $zk->is_paused($i).
 
 =cut
 

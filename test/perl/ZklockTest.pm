@@ -1,0 +1,141 @@
+# Copyright (c) zklock contributors
+#
+# Shared pieces of the zklock TAP tests: PostgreSQL clusters wired to a
+# ZkEnsemble, a look at the ZooKeeper tree, and polling helpers.  Every wait
+# is a bounded poll of a condition, never a fixed sleep.
+
+package ZklockTest;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use File::Basename qw(dirname);
+use File::Spec;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+our @EXPORT = qw(zk_cluster zk_children zk_count zk_data poll_until waiter
+  start_wait finish_wait backend_pid is_waiting count_waiting finish);
+
+my $zkq = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
+
+# A started cluster with zklock configured for $zk and the extension made.
+sub zk_cluster
+{
+	my ($name, $zk, %opt) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	my $conf = join "\n",
+	  "zklock.hosts = '" . $zk->connect_string . "'",
+	  "zklock.session_timeout = " . ($opt{session_timeout} // 20000),
+	  "zklock.connect_timeout = 10000",
+	  "cluster_name = '$name'",
+	  "max_connections = " . ($opt{max_connections} // 40),
+	  ($opt{preload} ? "shared_preload_libraries = 'zklock'" : ()),
+	  @{ $opt{conf} // [] };
+	$node->append_conf('postgresql.conf', "$conf\n");
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION zklock');
+	return $node;
+}
+
+# Children of a znode, sorted by name; empty when it does not exist.
+sub zk_children
+{
+	my ($zk, $path) = @_;
+	my $out = `/usr/bin/python3 $zkq '@{[ $zk->connect_string ]}' ls '$path'`;
+	die "zkq.py failed for $path" if $? != 0;
+	return sort split /\n/, $out;
+}
+
+sub zk_count
+{
+	my @kids = zk_children(@_);
+	return scalar @kids;
+}
+
+sub zk_data
+{
+	my ($zk, $path) = @_;
+	my $out = `/usr/bin/python3 $zkq '@{[ $zk->connect_string ]}' get '$path'`;
+	chomp $out;
+	return $out;
+}
+
+# Poll $cond until true or $timeout seconds pass; returns the last result.
+sub poll_until
+{
+	my ($cond, $timeout) = @_;
+	my $deadline = time + ($timeout // $PostgreSQL::Test::Utils::timeout_default);
+	while (1)
+	{
+		my $r = $cond->();
+		return $r if $r || time > $deadline;
+		sleep 0.05;
+	}
+}
+
+# A background psql session that keeps errors going (for waits that fail).
+sub waiter
+{
+	my ($node) = @_;
+	return $node->background_psql('postgres', on_error_stop => 0);
+}
+
+# Send a statement that is expected to wait; return at once.
+sub start_wait
+{
+	my ($session, $sql) = @_;
+	$session->query_until(qr/zz_sent/, "\\echo zz_sent\n$sql;\n");
+}
+
+# Collect what a start_wait statement printed: (stdout, stderr).  Clears
+# the session's stderr so that later query_safe calls work.
+sub finish_wait
+{
+	my ($session) = @_;
+	my ($out) = $session->query("SELECT 'zz_end'");
+	$out =~ s/\n?zz_end$//;
+	my $err = $session->{stderr};
+	$session->{stderr} = '';
+	return ($out, $err);
+}
+
+sub backend_pid
+{
+	my ($session) = @_;
+	my $pid = $session->query_safe('SELECT pg_backend_pid()');
+	chomp $pid;
+	return $pid;
+}
+
+# Whether a backend is in zklock's wait (an Extension wait event).
+sub is_waiting
+{
+	my ($node, $pid) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE pid = $pid AND wait_event_type = 'Extension'"
+	) eq '1';
+}
+
+sub count_waiting
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension'"
+	);
+}
+
+# Quit background sessions, stop clusters and the ensemble, by handle.
+sub finish
+{
+	my (%what) = @_;
+	$_->quit for @{ $what{sessions} // [] };
+	$_->stop('fast') for @{ $what{nodes} // [] };
+	$what{zk}->stop if $what{zk};
+}
+
+1;

@@ -1,0 +1,71 @@
+# Copyright (c) zklock contributors
+#
+# No herd effect: with 50 waiters on one lock, each waiter watches only its
+# predecessor (one watch per node, one session per watched path, counted
+# with the ensemble's wchs/wchp four-letter words), and each release hands
+# the lock to exactly one waiter, in FIFO order, and fires exactly one
+# watch.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkEnsemble;
+use ZklockTest;
+
+my $WAITERS = 50;
+
+my $zk = ZkEnsemble->new(servers => 3);
+my $node = zk_cluster('herd', $zk, max_connections => $WAITERS + 20);
+
+my $holder = waiter($node);
+$holder->query_safe("SELECT zk_lock('herd')");
+
+my (@w, @pid);
+for my $i (1 .. $WAITERS)
+{
+	my $s = waiter($node);
+	my $pid = backend_pid($s);
+	start_wait($s, "SELECT zk_lock('herd')");
+	# Arrival order is queue order: wait for each node before the next.
+	poll_until(sub { is_waiting($node, $pid) && zk_count($zk, '/zklock/herd') == $i + 1 })
+	  or die "waiter $i did not queue";
+	push @w, $s;
+	push @pid, $pid;
+}
+is(count_waiting($node), $WAITERS, "$WAITERS backends wait");
+
+my $by_path = $zk->watches_by_path;
+my @lock_paths = grep { m{^/zklock/herd/} } keys %$by_path;
+is(scalar(@lock_paths), $WAITERS, 'each waiter watches a different node');
+is(scalar(grep { $by_path->{$_} != 1 } @lock_paths), 0,
+	'no node is watched by more than one session');
+ok(!exists $by_path->{'/zklock/herd'}, 'nobody watches the lock directory');
+is($zk->total_watches, $WAITERS, 'one watch per waiter in the whole ensemble');
+
+# Release one holder at a time: exactly the next waiter gets the lock.
+$holder->query_safe("SELECT zk_unlock('herd')");
+my ($woken_ok, $fifo_ok, $watch_ok) = (0, 0, 0);
+my $prev_token = 0;
+for my $i (0 .. $WAITERS - 1)
+{
+	my $remaining = $WAITERS - $i - 1;
+	my $got = poll_until(sub { !is_waiting($node, $pid[$i]) }, 60);
+	my ($out, $err) = finish_wait($w[$i]);
+	$fifo_ok++ if $got && $err eq '' && $out > $prev_token;
+	$prev_token = $out;
+	$woken_ok++ if count_waiting($node) == $remaining;
+	$watch_ok++ if poll_until(sub { $zk->total_watches == $remaining }, 10);
+	$w[$i]->query_safe("SELECT zk_unlock('herd')");
+}
+is($fifo_ok, $WAITERS, 'every waiter got the lock in arrival order, tokens increasing');
+is($woken_ok, $WAITERS, 'each release let exactly one waiter through');
+is($watch_ok, $WAITERS, 'each release fired exactly one watch');
+ok(poll_until(sub { zk_count($zk, '/zklock/herd') == 0 }, 30), 'queue is empty at the end');
+
+finish(sessions => [ $holder, @w ], nodes => [$node], zk => $zk);
+done_testing();

@@ -57,7 +57,7 @@ for t in test/t/*.pl; do
 	echo "$out" | grep -vE '^(# |ok )' | head -n 100
 	ok=$(echo "$out" | grep -cE '^ok [0-9]')
 	nok=$(echo "$out" | grep -cE '^not ok [0-9]')
-	echo "$t: $ok passed, $nok failed"
+	echo "$t: $ok ok, $nok not ok"
 	echo "$out" | grep -qE '^Result: PASS' || [ "$nok" -gt 0 ] || nok=1
 	count "$ok" "$nok"
 	[ "$nok" -gt 0 ] && ls tmp_check/log 2>/dev/null | head -n 20

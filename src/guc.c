@@ -6,6 +6,7 @@
  * zklock.hosts and zklock.root are superuser-only: the first decides which
  * ensemble a backend trusts, the second which namespace every cluster of a
  * fleet must agree on.  Timeouts apply to the next session opened.
+ * zklock.on_lock_loss picks what a lost lock does to its backend.
  *
  *-------------------------------------------------------------------------
  */
@@ -19,6 +20,13 @@ char	   *zkl_hosts = NULL;
 char	   *zkl_root = NULL;
 int			zkl_session_timeout = 30000;
 int			zkl_connect_timeout = 10000;
+int			zkl_on_lock_loss = ZKL_LOSS_ERROR;
+
+static const struct config_enum_entry guc_loss_options[] = {
+	{"error", ZKL_LOSS_ERROR, false},
+	{"terminate", ZKL_LOSS_TERMINATE, false},
+	{NULL, 0, false}
+};
 
 /*
  * The root must be an absolute znode path below "/" that is not ZooKeeper's
@@ -92,5 +100,14 @@ zkl_guc_define(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("zklock.on_lock_loss",
+							 "What to do when a held lock's session is lost.",
+							 "error refuses every commit until the lock is released; terminate ends the backend.",
+							 &zkl_on_lock_loss,
+							 ZKL_LOSS_ERROR,
+							 guc_loss_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zklock");
 }

@@ -66,6 +66,7 @@ typedef struct ZklLock
 static HTAB *zkl_locks = NULL;
 static MemoryContext zkl_lock_cxt = NULL;
 
+static void lockset_check_losses(bool at_commit);
 static void lockset_xact_callback(XactEvent event, void *arg);
 static void lockset_subxact_callback(SubXactEvent event,
 									 SubTransactionId mySubid,
@@ -120,8 +121,9 @@ lockset_forget_if_unheld(ZklLock *lock)
 {
 	if (lock->session_holds > 0 || lockset_xact_holds(lock) > 0)
 		return;
-	if (zkl_session_health(lock->epoch) != ZKL_HEALTH_LOST)
-		zkl_session_delete(lock->node);
+	/* A node of an earlier session went with it. */
+	if (lock->epoch == zkl_session_epoch())
+		zkl_session_release(lock->node);
 	pfree(lock->node);
 	if (lock->xact)
 		pfree(lock->xact);
@@ -210,6 +212,7 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 	TimestampTz deadline = 0;
 
 	lockset_init();
+	lockset_check_losses(false);
 	lockset_key(&key, name, shared);
 	lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
 	if (lock != NULL)
@@ -239,12 +242,13 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 	{
 		char	   *copy = MemoryContextStrdup(zkl_lock_cxt, node);
 
+		zkl_session_hold(node);
 		lock = hash_search(zkl_locks, &key, HASH_ENTER, &found);
 		lock->node = copy;
 	}
 	PG_CATCH();
 	{
-		zkl_session_delete(node);
+		zkl_session_release(node);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -363,23 +367,35 @@ zkl_lockset_rows(void)
 }
 
 /*
- * Before commit: refuse when a held lock was lost; a transaction must not
- * commit work that a lost lock was meant to protect.
+ * Act on lost locks.  Before commit (at_commit): wait for locks in doubt to
+ * settle, then refuse to commit while any lock is lost, since a lost lock
+ * may have protected this transaction's work; with zklock.on_lock_loss =
+ * terminate, end the backend instead.  Before a new lock request, only the
+ * terminate action applies.
  */
 static void
-lockset_check_before_commit(void)
+lockset_check_losses(bool at_commit)
 {
 	HASH_SEQ_STATUS it;
 	ZklLock    *lock;
 
+	if (zkl_locks == NULL || (!at_commit && zkl_on_lock_loss != ZKL_LOSS_TERMINATE))
+		return;
 	hash_seq_init(&it, zkl_locks);
 	while ((lock = hash_seq_search(&it)) != NULL)
 	{
-		if (zkl_session_health(lock->epoch) != ZKL_HEALTH_LOST)
+		ZklLockHealth h = zkl_session_health(lock->epoch);
+
+		if (h == ZKL_HEALTH_IN_DOUBT && at_commit)
+			h = zkl_session_settle(lock->epoch, 0);
+		if (h != ZKL_HEALTH_LOST)
 			continue;
 		hash_seq_term(&it);
-		ereport(ERROR,
+		ereport(zkl_on_lock_loss == ZKL_LOSS_TERMINATE ? FATAL : ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 zkl_on_lock_loss == ZKL_LOSS_TERMINATE ?
+				 errmsg("terminating connection because ZooKeeper lock \"%s\" (%s) was lost",
+						lock->key.name, lockset_mode(lock)) :
 				 errmsg("cannot commit while ZooKeeper lock \"%s\" (%s) is lost",
 						lock->key.name, lockset_mode(lock)),
 				 errdetail("The ZooKeeper session that held it expired; another client may have taken it."),
@@ -434,7 +450,7 @@ lockset_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			lockset_check_before_commit();
+			lockset_check_losses(true);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			lockset_refuse_prepare();

@@ -43,6 +43,8 @@ typedef enum ZklRecipeState
 	RS_DECIDE,					/* held, or pick the node to wait for */
 	RS_WATCH,					/* set a watch on that node */
 	RS_WAIT,					/* wait for the watch to fire */
+	RS_RECONNECT,				/* connection lost: wait, then list again */
+	RS_FIND_OWN,				/* create reply lost: look for our node */
 	RS_HELD,
 	RS_TIMED_OUT
 } ZklRecipeState;
@@ -56,6 +58,8 @@ typedef struct ZklRecipe
 	char	   *node;			/* our node's path, once created */
 	int64		token;
 	int			dir_attempts;
+	uint64		epoch;			/* the session the recipe started in */
+	char	   *prefix;			/* "_c_<uuid>-" of the current create */
 	ZklOp	   *create;
 	ZklOp	   *list;
 	char	   *watched;		/* path of the node we wait for */
@@ -70,6 +74,13 @@ recipe_answer(ZklOp *op)
 	return zkl_session_op_rc(op);
 }
 
+/* A request failed only because the connection dropped: worth retrying. */
+static bool
+recipe_connection_lost(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+
 /* Send our create and the listing without waiting in between. */
 static ZklRecipeState
 recipe_enqueue(ZklRecipe *r)
@@ -81,6 +92,7 @@ recipe_enqueue(ZklRecipe *r)
 
 	zkl_session_next_uuid(uuid);
 	prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
+	r->prefix = prefix;
 	path = psprintf("%s/%s%s%s", r->dir, ZKL_PROTECT_PREFIX, uuid,
 					r->shared ? ZKL_SHARED_INFIX : ZKL_EXCLUSIVE_INFIX);
 	r->create = zkl_session_create(path, r->data, ZOO_EPHEMERAL_SEQUENTIAL,
@@ -93,6 +105,13 @@ recipe_enqueue(ZklRecipe *r)
 		zkl_session_op_free(r->create);
 		r->create = NULL;
 		return RS_MAKE_DIRS;
+	}
+	if (recipe_connection_lost(rc))
+	{
+		/* The node may exist: never create twice, find it first. */
+		zkl_session_op_free(r->list);
+		r->list = NULL;
+		return RS_FIND_OWN;
 	}
 	if (rc != ZOK)
 		zkl_session_raise(rc, "create", path);
@@ -164,6 +183,12 @@ recipe_decide(ZklRecipe *r)
 
 	if (rc == ZNONODE)
 		rc = ZSESSIONEXPIRED;	/* our node's directory is gone: so is it */
+	if (recipe_connection_lost(rc))
+	{
+		zkl_session_op_free(r->list);
+		r->list = NULL;
+		return RS_RECONNECT;
+	}
 	if (rc != ZOK)
 		zkl_session_raise(rc, "list", r->dir);
 
@@ -211,9 +236,91 @@ recipe_watch(ZklRecipe *r)
 	zkl_session_op_free(op);
 	if (rc == ZNONODE)
 		return RS_LIST;
+	if (recipe_connection_lost(rc))
+		return RS_RECONNECT;
 	if (rc != ZOK)
 		zkl_session_raise(rc, "watch", r->watched);
 	return RS_WAIT;
+}
+
+/*
+ * The connection dropped.  Our node and queue position live as long as the
+ * session: wait for the reconnect and look again.  If the session is lost
+ * meanwhile, so is the node; fail rather than hang.
+ */
+static ZklRecipeState
+recipe_reconnect(ZklRecipe *r)
+{
+	ZklLockHealth h = zkl_session_settle(r->epoch, r->deadline);
+
+	if (h == ZKL_HEALTH_LOST)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 errmsg("ZooKeeper session expired while acquiring lock \"%s\"",
+						r->dir),
+				 errdetail("The connection to the ensemble was lost for longer than the session timeout.")));
+	if (h == ZKL_HEALTH_IN_DOUBT)
+		return RS_TIMED_OUT;
+	return r->create ? RS_FIND_OWN : RS_LIST;
+}
+
+/*
+ * The reply to our create was lost.  After the reconnect, list the
+ * directory: a child carrying this create's uuid is our node if its
+ * ephemeral owner is our session; adopt it.  Otherwise the create never
+ * happened: send it again under a new uuid.
+ */
+static ZklRecipeState
+recipe_find_own(ZklRecipe *r)
+{
+	ZklOp	   *list;
+	char	  **names;
+	int			n;
+	int			rc;
+	char	   *found = NULL;
+
+	if (zkl_session_health(r->epoch) != ZKL_HEALTH_HELD)
+		return RS_RECONNECT;
+	list = zkl_session_children(r->dir);
+	rc = recipe_answer(list);
+	if (recipe_connection_lost(rc))
+	{
+		zkl_session_op_free(list);
+		return RS_RECONNECT;
+	}
+	n = rc == ZOK ? zkl_session_op_children(list, &names) : 0;
+	for (int i = 0; i < n; i++)
+		if (strncmp(names[i], r->prefix, strlen(r->prefix)) == 0)
+			found = psprintf("%s/%s", r->dir, names[i]);
+	zkl_session_op_free(list);
+
+	if (found != NULL)
+	{
+		ZklOp	   *stat = zkl_session_stat(found);
+		int64		czxid;
+
+		rc = recipe_answer(stat);
+		if (rc == ZOK && zkl_session_op_owned(stat, &czxid))
+		{
+			/* Ours: claim it so that freeing the create keeps it. */
+			int64		unused;
+
+			zkl_session_op_free(stat);
+			(void) zkl_session_op_take_node(r->create, &unused);
+			zkl_session_op_free(r->create);
+			r->create = NULL;
+			r->node = found;
+			r->token = czxid;
+			return RS_LIST;
+		}
+		zkl_session_op_free(stat);
+		if (recipe_connection_lost(rc))
+			return RS_RECONNECT;
+	}
+	/* Not there (or not ours): the unclaimed create sweeps its uuid. */
+	zkl_session_op_free(r->create);
+	r->create = NULL;
+	return RS_ENQUEUE;
 }
 
 static ZklRecipeState
@@ -254,6 +361,7 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 	r.shared = shared;
 	r.data = data;
 	r.deadline = deadline;
+	r.epoch = zkl_session_epoch();
 
 	PG_TRY();
 	{
@@ -281,6 +389,12 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 					break;
 				case RS_WAIT:
 					state = recipe_wait(&r);
+					break;
+				case RS_RECONNECT:
+					state = recipe_reconnect(&r);
+					break;
+				case RS_FIND_OWN:
+					state = recipe_find_own(&r);
 					break;
 				case RS_HELD:
 				case RS_TIMED_OUT:

@@ -64,7 +64,8 @@ typedef enum ZklOpKind
 {
 	ZKL_OP_CREATE,
 	ZKL_OP_CHILDREN,
-	ZKL_OP_WATCH
+	ZKL_OP_WATCH,
+	ZKL_OP_STAT
 } ZklOpKind;
 
 struct ZklOp
@@ -75,12 +76,21 @@ struct ZklOp
 	bool		claimed;		/* create: the caller owns the new node */
 	int			rc;
 	char	   *path;			/* create: path of the new node */
-	int64_t		czxid;			/* create: the node's czxid */
+	int64_t		czxid;			/* create, stat: the node's czxid */
+	int64_t		owner;			/* stat: ephemeralOwner */
 	int			nchildren;		/* children: the list */
 	char	  **children;
 	char	   *sweep_dir;		/* create: where to find a lost reply's node */
 	char	   *sweep_prefix;
 };
+
+/* A node of a held lock: deleted by the library's threads if the lock is
+ * declared lost but the session comes back (lost means lost for everyone). */
+typedef struct ZklHeld
+{
+	struct ZklHeld *next;
+	char	   *path;
+} ZklHeld;
 
 typedef struct ZklCleanup
 {
@@ -99,8 +109,11 @@ static struct
 	int			efd;
 	int			state;			/* last session state from the watcher */
 	bool		ever_connected;
+	bool		lost;			/* this session's locks are lost, for good */
 	int64_t		disconnected_ms;	/* monotonic time of the last drop */
 	int			timeout_ms;		/* negotiated session timeout */
+	int64_t		session_id;		/* of the connected session */
+	ZklHeld    *held;			/* nodes of the locks this backend holds */
 	uint64		watch_events;	/* data-watch notifications received */
 	uint64		session_events;
 	ZklCleanup *cleanups;
@@ -120,6 +133,8 @@ static char zkl_own_prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
 static bool zkl_exit_registered = false;
 
 static void session_issue_cleanups(void);
+static bool session_queue_cleanup(bool sweep, const char *path,
+								  const char *prefix);
 
 static int64_t
 session_now_ms(void)
@@ -216,10 +231,28 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 	{
 		if (state == ZOO_CONNECTED_STATE)
 		{
+			const clientid_t *id = zoo_client_id(zh);
+
+			/*
+			 * Back after the locks were declared lost (or could have been):
+			 * the ensemble revived the session, but another contender may
+			 * have been told it expired.  Delete the nodes now.
+			 */
+			if (zkl_shared.ever_connected &&
+				zkl_shared.state != ZOO_CONNECTED_STATE &&
+				session_now_ms() - zkl_shared.disconnected_ms > zkl_shared.timeout_ms)
+				zkl_shared.lost = true;
+			if (zkl_shared.lost)
+				for (ZklHeld *h = zkl_shared.held; h; h = h->next)
+					session_queue_cleanup(false, h->path, NULL);
 			zkl_shared.ever_connected = true;
 			zkl_shared.timeout_ms = zoo_recv_timeout(zh);
+			zkl_shared.session_id = id ? id->client_id : 0;
 			reconnected = true;
 		}
+		else if (state == ZOO_EXPIRED_SESSION_STATE ||
+				 state == ZOO_AUTH_FAILED_STATE)
+			zkl_shared.lost = true;
 		else if (zkl_shared.state == ZOO_CONNECTED_STATE)
 			zkl_shared.disconnected_ms = session_now_ms();
 		zkl_shared.state = state;
@@ -488,6 +521,19 @@ session_got_data(int rc, const char *value, int value_len,
 	session_finish((ZklOp *) data, rc);
 }
 
+static void
+session_got_stat(int rc, const struct Stat *stat, const void *data)
+{
+	ZklOp	   *op = (ZklOp *) data;
+
+	if (rc == ZOK)
+	{
+		op->czxid = stat->czxid;
+		op->owner = stat->ephemeralOwner;
+	}
+	session_finish(op, rc);
+}
+
 /* Completion for requests whose answer nobody needs. */
 static void
 session_ignore(int rc, const void *data)
@@ -537,9 +583,18 @@ session_close(void)
 	zkl_shared.zh = NULL;
 	zkl_shared.state = 0;
 	zkl_shared.ever_connected = false;
+	zkl_shared.lost = false;
 	/* The library's threads are gone; the session's nodes went with it. */
 	while ((c = zkl_shared.cleanups) != NULL)
 		session_drop_cleanup(c);
+	while (zkl_shared.held != NULL)
+	{
+		ZklHeld    *h = zkl_shared.held;
+
+		zkl_shared.held = h->next;
+		free(h->path);
+		free(h);
+	}
 	pthread_mutex_unlock(&zkl_shared.mu);
 	for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
 		ReleaseExternalFD();
@@ -628,7 +683,7 @@ static bool
 session_is_connected(void *arg)
 {
 	(void) arg;
-	return zkl_shared.state == ZOO_CONNECTED_STATE ||
+	return zkl_shared.state == ZOO_CONNECTED_STATE || zkl_shared.lost ||
 		zkl_shared.state == ZOO_EXPIRED_SESSION_STATE ||
 		zkl_shared.state == ZOO_AUTH_FAILED_STATE;
 }
@@ -754,7 +809,8 @@ zkl_session_connect(void)
 	pthread_mutex_unlock(&zkl_shared.mu);
 
 	if (have && (state == ZOO_EXPIRED_SESSION_STATE ||
-				 state == ZOO_AUTH_FAILED_STATE))
+				 state == ZOO_AUTH_FAILED_STATE ||
+				 zkl_session_health(zkl_epoch) == ZKL_HEALTH_LOST))
 	{
 		session_close();
 		have = false;
@@ -803,8 +859,9 @@ zkl_session_next_uuid(char out[ZKL_UUID_LEN + 1])
 /*
  * Whether locks taken in the given epoch are still ours: lost once the
  * session expired or was replaced, or stayed disconnected past its
- * negotiated timeout (the server has expired it by then); in doubt while
- * disconnected for less.
+ * negotiated timeout (the server has expired it by then, or will revive it
+ * too late to be trusted); in doubt while disconnected for less.  Lost is
+ * for good: a session that comes back has its lock nodes deleted.
  */
 ZklLockHealth
 zkl_session_health(uint64 epoch)
@@ -814,14 +871,14 @@ zkl_session_health(uint64 epoch)
 	if (epoch != zkl_epoch)
 		return ZKL_HEALTH_LOST;
 	pthread_mutex_lock(&zkl_shared.mu);
-	if (zkl_shared.zh == NULL ||
-		zkl_shared.state == ZOO_EXPIRED_SESSION_STATE ||
-		zkl_shared.state == ZOO_AUTH_FAILED_STATE)
+	if (zkl_shared.zh != NULL && !zkl_shared.lost &&
+		zkl_shared.state != ZOO_CONNECTED_STATE &&
+		session_now_ms() - zkl_shared.disconnected_ms > zkl_shared.timeout_ms)
+		zkl_shared.lost = true;
+	if (zkl_shared.zh == NULL || zkl_shared.lost)
 		h = ZKL_HEALTH_LOST;
 	else if (zkl_shared.state == ZOO_CONNECTED_STATE)
 		h = ZKL_HEALTH_HELD;
-	else if (session_now_ms() - zkl_shared.disconnected_ms > zkl_shared.timeout_ms)
-		h = ZKL_HEALTH_LOST;
 	else
 		h = ZKL_HEALTH_IN_DOUBT;
 	pthread_mutex_unlock(&zkl_shared.mu);
@@ -962,13 +1019,16 @@ zkl_session_op_rc(ZklOp *op)
 	return op->rc;
 }
 
-/* The created node's path, now owned by the caller (palloc'd copy). */
+/*
+ * Claim a create's node: freeing the operation no longer cleans it up.
+ * Returns its path (palloc'd), NULL if the reply did not say it.
+ */
 char *
 zkl_session_op_take_node(ZklOp *op, int64 *czxid)
 {
 	op->claimed = true;
 	*czxid = op->czxid;
-	return pstrdup(op->path);
+	return op->path ? pstrdup(op->path) : NULL;
 }
 
 /* The listed children; valid until the operation is freed. */
@@ -1001,6 +1061,115 @@ zkl_session_op_free(ZklOp *op)
 	pthread_mutex_unlock(&zkl_shared.mu);
 	if (issue)
 		session_issue_cleanups();
+}
+
+/* Register the node of a newly held lock (see ZklHeld). */
+void
+zkl_session_hold(const char *path)
+{
+	ZklHeld    *h = malloc(sizeof(ZklHeld));
+
+	if (h != NULL && (h->path = strdup(path)) == NULL)
+	{
+		free(h);
+		h = NULL;
+	}
+	if (h == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	pthread_mutex_lock(&zkl_shared.mu);
+	h->next = zkl_shared.held;
+	zkl_shared.held = h;
+	pthread_mutex_unlock(&zkl_shared.mu);
+}
+
+/* Release a held lock's node: forget it and delete it.  Never raises. */
+void
+zkl_session_release(const char *path)
+{
+	ZklHeld   **p;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	for (p = &zkl_shared.held; *p; p = &(*p)->next)
+	{
+		if (strcmp((*p)->path, path) == 0)
+		{
+			ZklHeld    *h = *p;
+
+			*p = h->next;
+			free(h->path);
+			free(h);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&zkl_shared.mu);
+	zkl_session_delete(path);
+}
+
+/* Ask for a node's Stat (czxid, ephemeral owner). */
+ZklOp *
+zkl_session_stat(const char *path)
+{
+	ZklOp	   *op = session_new_op(ZKL_OP_STAT);
+	int			rc;
+
+	rc = zoo_aexists(zkl_shared.zh, path, 0, session_got_stat, op);
+	if (rc != ZOK)
+		session_not_sent(op, rc, "stat", path);
+	return op;
+}
+
+/* A stat answer: the node's czxid and whether this session owns it. */
+bool
+zkl_session_op_owned(ZklOp *op, int64 *czxid)
+{
+	bool		mine;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	mine = op->owner != 0 && op->owner == zkl_shared.session_id &&
+		zkl_shared.state == ZOO_CONNECTED_STATE;
+	pthread_mutex_unlock(&zkl_shared.mu);
+	*czxid = op->czxid;
+	return mine;
+}
+
+static bool
+session_settled(void *arg)
+{
+	(void) arg;
+	return zkl_shared.state == ZOO_CONNECTED_STATE || zkl_shared.lost ||
+		zkl_shared.state == ZOO_EXPIRED_SESSION_STATE ||
+		zkl_shared.state == ZOO_AUTH_FAILED_STATE;
+}
+
+/*
+ * Wait, while locks of this epoch are in doubt, until the session is
+ * connected again or known lost; bounded by the session timeout.  With a
+ * deadline (not 0), give up earlier.  Returns the health then.
+ */
+ZklLockHealth
+zkl_session_settle(uint64 epoch, TimestampTz deadline)
+{
+	for (;;)
+	{
+		ZklLockHealth h = zkl_session_health(epoch);
+		int64_t		left;
+		TimestampTz until;
+
+		if (h != ZKL_HEALTH_IN_DOUBT)
+			return h;
+		pthread_mutex_lock(&zkl_shared.mu);
+		left = zkl_shared.disconnected_ms + zkl_shared.timeout_ms -
+			session_now_ms() + 1;
+		pthread_mutex_unlock(&zkl_shared.mu);
+		until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											Max(left, 1));
+		if (deadline != 0 && deadline < until)
+			until = deadline;
+		if (!session_wait(session_settled, NULL, until) && until == deadline)
+			return zkl_session_health(epoch);
+	}
 }
 
 /*

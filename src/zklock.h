@@ -18,10 +18,17 @@
 #include "names.h"
 
 /* guc.c */
+typedef enum ZklLossAction
+{
+	ZKL_LOSS_ERROR,				/* refuse commits until released */
+	ZKL_LOSS_TERMINATE			/* end the backend */
+} ZklLossAction;
+
 extern char *zkl_hosts;
 extern char *zkl_root;
 extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
+extern int	zkl_on_lock_loss;
 extern void zkl_guc_define(void);
 
 /* session.c */
@@ -56,6 +63,11 @@ extern int	zkl_session_op_children(ZklOp *op, char ***children);
 extern void zkl_session_op_free(ZklOp *op);
 extern void zkl_session_unwatch(const char *path);
 extern void zkl_session_delete(const char *path);
+extern void zkl_session_hold(const char *path);
+extern void zkl_session_release(const char *path);
+extern ZklOp *zkl_session_stat(const char *path);
+extern bool zkl_session_op_owned(ZklOp *op, int64 *czxid);
+extern ZklLockHealth zkl_session_settle(uint64 epoch, TimestampTz deadline);
 extern void zkl_session_raise(int rc, const char *what, const char *path)
 			pg_attribute_noreturn();
 

@@ -18,7 +18,8 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(zk_cluster zk_children zk_count zk_data poll_until waiter
-  start_wait finish_wait backend_pid is_waiting count_waiting finish);
+  start_wait finish_wait backend_pid is_waiting count_waiting finish
+  zk_servers_of lock_state);
 
 my $zkq = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
 
@@ -127,6 +128,43 @@ sub count_waiting
 	return $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension'"
 	);
+}
+
+# Indexes of the ensemble servers a backend process has a TCP connection to
+# (by the remote ports of its established sockets).
+sub zk_servers_of
+{
+	my ($zk, $pid) = @_;
+	my %index = map { $zk->port($_) => $_ } 1 .. $zk->server_count;
+	my %inodes;
+	for my $fd (glob("/proc/$pid/fd/*"))
+	{
+		my $l = readlink($fd) // next;
+		$inodes{$1} = 1 if $l =~ /^socket:\[(\d+)\]/;
+	}
+	my @servers;
+	for my $f ('/proc/net/tcp', '/proc/net/tcp6')
+	{
+		open(my $fh, '<', $f) or next;
+		while (my $line = <$fh>)
+		{
+			my @c = split ' ', $line;
+			next unless @c > 9 && $c[2] =~ /:([0-9A-F]{4})$/;
+			my $i = $index{ hex($1) };
+			push @servers, $i if $i && $inodes{ $c[9] } && $c[3] eq '01';
+		}
+	}
+	return @servers;
+}
+
+# State of one lock in a session's zk_locks view ('' when not there).
+sub lock_state
+{
+	my ($session, $name) = @_;
+	my $out = $session->query_safe(
+		"SELECT coalesce(max(state), '') FROM zk_locks WHERE name = '$name'");
+	chomp $out;
+	return $out;
 }
 
 # Quit background sessions, stop clusters and the ensemble, by handle.

@@ -112,41 +112,17 @@ like($json, qr/"pid":$pid5\b/, 'node data names the backend pid');
 like($json, qr/"database":"postgres"/, 'node data names the database');
 
 # --- preloaded, but a backend that never calls zk_* has no session, no threads
-# TCP connections from one backend process to the ensemble's client ports.
-sub zk_sockets
-{
-	my ($pid) = @_;
-	my %ports = map { $zk->port($_) => 1 } 1 .. $zk->server_count;
-	my %inodes;
-	for my $fd (glob("/proc/$pid/fd/*"))
-	{
-		my $l = readlink($fd) // next;
-		$inodes{$1} = 1 if $l =~ /^socket:\[(\d+)\]/;
-	}
-	my $n = 0;
-	for my $f ('/proc/net/tcp', '/proc/net/tcp6')
-	{
-		open(my $fh, '<', $f) or next;
-		while (my $line = <$fh>)
-		{
-			my @c = split ' ', $line;
-			next unless @c > 9 && $c[2] =~ /:([0-9A-F]{4})$/;
-			$n++ if $ports{ hex($1) } && $inodes{ $c[9] } && $c[3] eq '01';
-		}
-	}
-	return $n;
-}
 is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'), 'zklock', 'library is preloaded');
 my $idle = session();
 my $idle_pid = backend_pid($idle);
 $idle->query_safe('SELECT count(*) FROM pg_class');
 my @tasks = glob("/proc/$idle_pid/task/*");
 is(scalar(@tasks), 1, 'a backend that never called zk_* runs one thread');
-is(zk_sockets($idle_pid), 0, 'and has no connection to ZooKeeper');
+is(scalar(my @none = zk_servers_of($zk, $idle_pid)), 0, 'and has no connection to ZooKeeper');
 $idle->query_safe("SELECT zk_try_lock('lazy')");
 @tasks = glob("/proc/$idle_pid/task/*");
 ok(scalar(@tasks) >= 3, 'the first zk_* call starts the client threads');
-is(zk_sockets($idle_pid), 1, 'and opens one ZooKeeper connection');
+is(scalar(my @one = zk_servers_of($zk, $idle_pid)), 1, 'and opens one ZooKeeper connection');
 
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);
 done_testing();

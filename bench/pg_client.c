@@ -1,0 +1,664 @@
+/*
+ * pg_client.c - libpq driver of the zklock benchmark.
+ *
+ *   pg_client cycle    CONNINFO MODE WARM N OUT        one connection
+ *   pg_client handoff  CONNINFO MODE CLIENTS SECS OUT  one lock, N connections
+ *   pg_client distinct CONNINFO MODE CLIENTS SECS OUT  one lock per connection
+ *   pg_client herd     CONNINFO WAITERS OUT            zklock: WAITERS backends
+ *                                                      queue on one lock
+ *   pg_client mem      CONNINFO BACKENDS OUT           RSS of backends before
+ *                                                      and after a zklock session
+ *
+ * MODE: zklock   SELECT zk_lock($1) ; SELECT zk_unlock($1)
+ *       zkxact   BEGIN ; SELECT zk_xact_lock($1) ; COMMIT
+ *       advisory SELECT pg_advisory_lock($1) ; SELECT pg_advisory_unlock($1)
+ * Lock and unlock are prepared statements.
+ *
+ * Writes OUT.lat (microseconds, one per line: the cycle, or for handoff the
+ * acquire) and OUT.sum (key=value lines).  herd writes OUT.ready once all
+ * waiters wait, then waits (bounded) for the file OUT.go before releasing.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <libpq-fe.h>
+
+enum Mode
+{
+	M_ZKLOCK, M_ZKXACT, M_ADVISORY
+};
+
+typedef struct Samples
+{
+	long	   *v;
+	long		n;
+	long		cap;
+} Samples;
+
+typedef struct Client
+{
+	int			idx;
+	PGconn	   *conn;
+	char		key[64];
+	Samples		lat;
+	long		cycles;
+	double		t_lock,
+				t_unlock,
+				t_begin,
+				t_commit;		/* summed step times, seconds */
+	double		finish;
+	char		err[512];
+} Client;
+
+static const char *g_conninfo;
+static enum Mode g_mode;
+static double g_end;
+static int g_handoff;
+static pthread_barrier_t g_ready;
+static pthread_barrier_t g_go;
+
+static void
+die(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "pg_client: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+add_sample(Samples *s, double seconds)
+{
+	if (s->n == s->cap)
+	{
+		s->cap = s->cap ? s->cap * 2 : 4096;
+		s->v = realloc(s->v, s->cap * sizeof(long));
+		if (!s->v)
+			die("out of memory");
+	}
+	s->v[s->n++] = (long) (seconds * 1e6 + 0.5);
+}
+
+static PGconn *
+connect_db(void)
+{
+	PGconn	   *conn = PQconnectdb(g_conninfo);
+
+	if (PQstatus(conn) != CONNECTION_OK)
+		die("connection failed: %s", PQerrorMessage(conn));
+	return conn;
+}
+
+/* Run a simple statement; 0 on success, message in c->err otherwise. */
+static int
+simple(Client *c, const char *sql)
+{
+	PGresult   *r = PQexec(c->conn, sql);
+	int			ok = PQresultStatus(r) == PGRES_COMMAND_OK ||
+		PQresultStatus(r) == PGRES_TUPLES_OK;
+
+	if (!ok)
+		snprintf(c->err, sizeof(c->err), "%s: %s", sql,
+				 PQerrorMessage(c->conn));
+	PQclear(r);
+	return ok ? 0 : -1;
+}
+
+static int
+prepared(Client *c, const char *stmt)
+{
+	const char *params[1] = {c->key};
+	PGresult   *r = PQexecPrepared(c->conn, stmt, 1, params, NULL, NULL, 0);
+	int			ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+		!PQgetisnull(r, 0, 0);
+
+	/* unlock must report that it released something */
+	if (ok && stmt[0] == 'U' && strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+		ok = 0;
+	if (!ok)
+		snprintf(c->err, sizeof(c->err), "%s(%s): %s %s", stmt, c->key,
+				 PQresStatus(PQresultStatus(r)), PQerrorMessage(c->conn));
+	PQclear(r);
+	return ok ? 0 : -1;
+}
+
+static void
+prepare_all(Client *c)
+{
+	const char *lock_sql,
+			   *unlock_sql = NULL;
+	PGresult   *r;
+
+	switch (g_mode)
+	{
+		case M_ZKLOCK:
+			lock_sql = "SELECT zk_lock($1::text)";
+			unlock_sql = "SELECT zk_unlock($1::text)";
+			break;
+		case M_ZKXACT:
+			lock_sql = "SELECT zk_xact_lock($1::text)";
+			break;
+		default:
+			lock_sql = "SELECT pg_advisory_lock($1::bigint)";
+			unlock_sql = "SELECT pg_advisory_unlock($1::bigint)";
+			break;
+	}
+	r = PQprepare(c->conn, "L", lock_sql, 1, NULL);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		die("prepare: %s", PQerrorMessage(c->conn));
+	PQclear(r);
+	if (unlock_sql)
+	{
+		r = PQprepare(c->conn, "U", unlock_sql, 1, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			die("prepare: %s", PQerrorMessage(c->conn));
+		PQclear(r);
+	}
+}
+
+/*
+ * One lock/unlock cycle; *acquire gets the time the lock statement took.
+ * 0 on success.
+ */
+static int
+cycle(Client *c, double *acquire)
+{
+	double		t0 = now_s(),
+				t1,
+				t2;
+
+	if (g_mode == M_ZKXACT)
+	{
+		if (simple(c, "BEGIN") != 0)
+			return -1;
+		t1 = now_s();
+		c->t_begin += t1 - t0;
+		if (prepared(c, "L") != 0)
+			return -1;
+		t2 = now_s();
+		*acquire = t2 - t1;
+		c->t_lock += t2 - t1;
+		if (simple(c, "COMMIT") != 0)
+			return -1;
+		c->t_commit += now_s() - t2;
+		return 0;
+	}
+	if (prepared(c, "L") != 0)
+		return -1;
+	t1 = now_s();
+	*acquire = t1 - t0;
+	c->t_lock += t1 - t0;
+	if (prepared(c, "U") != 0)
+		return -1;
+	c->t_unlock += now_s() - t1;
+	return 0;
+}
+
+static void
+write_results(const char *out, Client *cs, int n, double seconds)
+{
+	char		path[1024];
+	FILE	   *f;
+	long		cycles = 0;
+	double		tl = 0,
+				tu = 0,
+				tb = 0,
+				tc = 0;
+
+	snprintf(path, sizeof(path), "%s.lat", out);
+	if (!(f = fopen(path, "w")))
+		die("cannot write %s", path);
+	for (int i = 0; i < n; i++)
+	{
+		cycles += cs[i].cycles;
+		tl += cs[i].t_lock;
+		tu += cs[i].t_unlock;
+		tb += cs[i].t_begin;
+		tc += cs[i].t_commit;
+		for (long j = 0; j < cs[i].lat.n; j++)
+			fprintf(f, "%ld\n", cs[i].lat.v[j]);
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "%s.sum", out);
+	if (!(f = fopen(path, "w")))
+		die("cannot write %s", path);
+	fprintf(f, "cycles=%ld\nseconds=%.6f\nclients=%d\n", cycles, seconds, n);
+	if (cycles > 0)
+		fprintf(f, "mean_lock_us=%.1f\nmean_unlock_us=%.1f\n"
+				"mean_begin_us=%.1f\nmean_commit_us=%.1f\n",
+				tl / cycles * 1e6, tu / cycles * 1e6,
+				tb / cycles * 1e6, tc / cycles * 1e6);
+	fclose(f);
+}
+
+static void
+set_key(Client *c, const char *base, int i)
+{
+	if (g_mode == M_ADVISORY)
+		snprintf(c->key, sizeof(c->key), "%d", i < 0 ? 1 : 100 + i);
+	else if (i < 0)
+		snprintf(c->key, sizeof(c->key), "%s", base);
+	else
+		snprintf(c->key, sizeof(c->key), "%s%d", base, i);
+}
+
+static int
+run_cycle(int warm, int n, const char *out)
+{
+	Client		c = {0};
+	double		t_all = 0,
+				acq;
+
+	c.conn = connect_db();
+	prepare_all(&c);
+	set_key(&c, "bench-u", -1);
+	for (int i = 0; i < warm + n; i++)
+	{
+		double		t0;
+
+		if (i == warm)
+		{
+			c.t_lock = c.t_unlock = c.t_begin = c.t_commit = 0;
+			t_all = now_s();
+		}
+		t0 = now_s();
+		if (cycle(&c, &acq) != 0)
+			die("%s", c.err);
+		if (i >= warm)
+		{
+			add_sample(&c.lat, now_s() - t0);
+			c.cycles++;
+		}
+	}
+	write_results(out, &c, 1, now_s() - t_all);
+	PQfinish(c.conn);
+	return 0;
+}
+
+static void *
+client_main(void *arg)
+{
+	Client	   *c = arg;
+
+	pthread_barrier_wait(&g_ready);
+	pthread_barrier_wait(&g_go);
+	while (now_s() < g_end)
+	{
+		double		t0 = now_s(),
+					acq;
+
+		if (cycle(c, &acq) != 0)
+			break;
+		add_sample(&c->lat, g_handoff ? acq : now_s() - t0);
+		c->cycles++;
+	}
+	c->finish = now_s();
+	return NULL;
+}
+
+static int
+run_multi(int clients, double secs, const char *out, int handoff)
+{
+	Client	   *cs = calloc(clients, sizeof(Client));
+	pthread_t  *th = calloc(clients, sizeof(pthread_t));
+	double		start,
+				last = 0;
+
+	g_handoff = handoff;
+	/* Connect (and open each backend's ZooKeeper session) before timing. */
+	for (int i = 0; i < clients; i++)
+	{
+		cs[i].idx = i;
+		cs[i].conn = connect_db();
+		prepare_all(&cs[i]);
+		set_key(&cs[i], handoff ? "bench-h" : "bench-d", handoff ? -1 : i);
+		if (g_mode != M_ADVISORY)
+		{
+			/* a first cycle on a private name: session, directories */
+			char		saved[64];
+			double		acq;
+
+			memcpy(saved, cs[i].key, sizeof(saved));
+			snprintf(cs[i].key, sizeof(cs[i].key), "bench-warm%d", i);
+			if (cycle(&cs[i], &acq) != 0)
+				die("warm-up: %s", cs[i].err);
+			memcpy(cs[i].key, saved, sizeof(saved));
+			cs[i].t_lock = cs[i].t_unlock = cs[i].t_begin = cs[i].t_commit = 0;
+		}
+	}
+	pthread_barrier_init(&g_ready, NULL, clients + 1);
+	pthread_barrier_init(&g_go, NULL, clients + 1);
+	for (int i = 0; i < clients; i++)
+		pthread_create(&th[i], NULL, client_main, &cs[i]);
+	pthread_barrier_wait(&g_ready);
+	start = now_s();
+	g_end = start + secs;
+	pthread_barrier_wait(&g_go);
+	for (int i = 0; i < clients; i++)
+	{
+		pthread_join(th[i], NULL);
+		if (cs[i].err[0])
+			die("client %d: %s", i, cs[i].err);
+		if (cs[i].finish > last)
+			last = cs[i].finish;
+	}
+	write_results(out, cs, clients, last - start);
+	for (int i = 0; i < clients; i++)
+		PQfinish(cs[i].conn);
+	return 0;
+}
+
+/* ---- herd ---- */
+
+static int
+scalar_int(PGconn *conn, const char *sql)
+{
+	PGresult   *r = PQexec(conn, sql);
+	int			v;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+		die("%s: %s", sql, PQerrorMessage(conn));
+	v = atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+static void
+touch(const char *out, const char *suffix)
+{
+	char		path[1024];
+	FILE	   *f;
+
+	snprintf(path, sizeof(path), "%s.%s", out, suffix);
+	if (!(f = fopen(path, "w")))
+		die("cannot write %s", path);
+	fclose(f);
+}
+
+static int
+exists(const char *out, const char *suffix)
+{
+	char		path[1024];
+
+	snprintf(path, sizeof(path), "%s.%s", out, suffix);
+	return access(path, F_OK) == 0;
+}
+
+/* Read every available result of a busy connection; 1 once it is idle. */
+static int
+drain(PGconn *conn, int *failed)
+{
+	PGresult   *r;
+
+	if (!PQconsumeInput(conn))
+	{
+		*failed = 1;
+		return 1;
+	}
+	while (!PQisBusy(conn))
+	{
+		r = PQgetResult(conn);
+		if (r == NULL)
+			return 1;
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		{
+			fprintf(stderr, "pg_client: herd waiter: %s", PQerrorMessage(conn));
+			*failed = 1;
+		}
+		PQclear(r);
+	}
+	return 0;
+}
+
+static int
+run_herd(int n, const char *out)
+{
+	PGconn	   *holder = connect_db();
+	PGconn	  **w = calloc(n, sizeof(PGconn *));
+	int		   *state = calloc(n, sizeof(int));	/* 0 lock sent, 1 unlock sent, 2 done */
+	struct pollfd *pfd = calloc(n, sizeof(struct pollfd));
+	int			failed = 0,
+				left = n,
+				waiting = 0;
+	double		t0,
+				deadline,
+				t_conn = now_s();
+	char		path[1024];
+	FILE	   *f;
+	PGresult   *r;
+
+	r = PQexec(holder, "SELECT zk_lock('bench-herd')");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		die("holder: %s", PQerrorMessage(holder));
+	PQclear(r);
+	for (int i = 0; i < n; i++)
+	{
+		w[i] = connect_db();
+		if (!PQsendQuery(w[i], "SELECT zk_lock('bench-herd')"))
+			die("send: %s", PQerrorMessage(w[i]));
+	}
+	t_conn = now_s() - t_conn;
+	/* every waiter is parked in the lock wait (bounded) */
+	deadline = now_s() + 180;
+	while (now_s() < deadline)
+	{
+		waiting = scalar_int(holder,
+							 "SELECT count(*) FROM pg_stat_activity "
+							 "WHERE wait_event_type = 'Extension' "
+							 "AND query = 'SELECT zk_lock(''bench-herd'')'");
+		if (waiting == n)
+			break;
+		usleep(100 * 1000);
+	}
+	if (waiting != n)
+		die("only %d of %d waiters queued within 180 s", waiting, n);
+	touch(out, "ready");
+	deadline = now_s() + 120;
+	while (!exists(out, "go") && now_s() < deadline)
+		usleep(20 * 1000);
+	if (!exists(out, "go"))
+		die("no go signal");
+
+	t0 = now_s();
+	r = PQexec(holder, "SELECT zk_unlock('bench-herd')");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		die("holder unlock: %s", PQerrorMessage(holder));
+	PQclear(r);
+	deadline = now_s() + 120;
+	while (left > 0 && !failed && now_s() < deadline)
+	{
+		int			np = 0;
+		int		   *map = calloc(n, sizeof(int));
+
+		for (int i = 0; i < n; i++)
+			if (state[i] < 2)
+			{
+				pfd[np].fd = PQsocket(w[i]);
+				pfd[np].events = POLLIN;
+				pfd[np].revents = 0;
+				map[np++] = i;
+			}
+		if (poll(pfd, np, 1000) < 0 && errno != EINTR)
+			die("poll: %s", strerror(errno));
+		for (int k = 0; k < np; k++)
+		{
+			int			i = map[k];
+
+			if (!(pfd[k].revents & (POLLIN | POLLERR | POLLHUP)))
+				continue;
+			if (!drain(w[i], &failed))
+				continue;
+			if (state[i] == 0)
+			{
+				/* got the lock: hand it on at once */
+				if (!PQsendQuery(w[i], "SELECT zk_unlock('bench-herd')"))
+					failed = 1;
+				state[i] = 1;
+			}
+			else
+			{
+				state[i] = 2;
+				left--;
+			}
+		}
+		free(map);
+	}
+	snprintf(path, sizeof(path), "%s.sum", out);
+	if (!(f = fopen(path, "w")))
+		die("cannot write %s", path);
+	fprintf(f, "waiters=%d\nacquired=%d\nseconds=%.6f\nconnect_seconds=%.3f\n",
+			n, n - left, now_s() - t0, t_conn);
+	fclose(f);
+	for (int i = 0; i < n; i++)
+		PQfinish(w[i]);
+	PQfinish(holder);
+	if (failed || left > 0)
+		die("herd: %d of %d waiters did not finish", left, n);
+	return 0;
+}
+
+/* ---- memory ---- */
+
+typedef struct ProcMem
+{
+	long		rss,
+				anon,
+				file,
+				shmem,
+				threads;
+} ProcMem;
+
+static ProcMem
+proc_mem(int pid)
+{
+	char		path[64],
+				line[256];
+	FILE	   *f;
+	ProcMem		m = {-1, -1, -1, -1, -1};
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (!(f = fopen(path, "r")))
+		die("cannot read %s (run as root)", path);
+	while (fgets(line, sizeof(line), f))
+	{
+		sscanf(line, "VmRSS: %ld", &m.rss);
+		sscanf(line, "RssAnon: %ld", &m.anon);
+		sscanf(line, "RssFile: %ld", &m.file);
+		sscanf(line, "RssShmem: %ld", &m.shmem);
+		sscanf(line, "Threads: %ld", &m.threads);
+	}
+	fclose(f);
+	return m;
+}
+
+static void
+mem_one(FILE *f, const char *tag, int i, const char *lock_sql,
+		const char *unlock_sql)
+{
+	PGconn	   *conn = connect_db();
+	int			pid = scalar_int(conn, "SELECT pg_backend_pid()");
+	ProcMem		a,
+				b;
+	PGresult   *r;
+
+	PQclear(PQexec(conn, "SELECT 1"));
+	usleep(200 * 1000);
+	a = proc_mem(pid);
+	r = PQexec(conn, lock_sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK ||
+		strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+		die("%s: %s", lock_sql, PQerrorMessage(conn));
+	PQclear(r);
+	r = PQexec(conn, unlock_sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK ||
+		strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+		die("%s: %s", unlock_sql, PQerrorMessage(conn));
+	PQclear(r);
+	usleep(200 * 1000);			/* let the ZooKeeper threads settle */
+	b = proc_mem(pid);
+	fprintf(f, "%s%d=pid:%d rss:%ld:%ld anon:%ld:%ld file:%ld:%ld shmem:%ld:%ld threads:%ld:%ld\n",
+			tag, i, pid, a.rss, b.rss, a.anon, b.anon, a.file, b.file,
+			a.shmem, b.shmem, a.threads, b.threads);
+	PQfinish(conn);
+}
+
+static int
+run_mem(int n, const char *out)
+{
+	char		path[1024];
+	FILE	   *f;
+
+	snprintf(path, sizeof(path), "%s.sum", out);
+	if (!(f = fopen(path, "w")))
+		die("cannot write %s", path);
+	for (int i = 0; i < n; i++)
+		mem_one(f, "zk", i, "SELECT zk_try_lock('bench-mem')",
+				"SELECT zk_unlock('bench-mem')");
+	/* control: the same measurement with PostgreSQL's own advisory lock */
+	for (int i = 0; i < n; i++)
+		mem_one(f, "adv", i, "SELECT pg_try_advisory_lock(4242)",
+				"SELECT pg_advisory_unlock(4242)");
+	fclose(f);
+	return 0;
+}
+
+static enum Mode
+parse_mode(const char *s)
+{
+	if (strcmp(s, "zklock") == 0)
+		return M_ZKLOCK;
+	if (strcmp(s, "zkxact") == 0)
+		return M_ZKXACT;
+	if (strcmp(s, "advisory") == 0)
+		return M_ADVISORY;
+	die("unknown mode %s", s);
+	return M_ZKLOCK;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 5)
+	{
+		fprintf(stderr,
+				"usage: pg_client cycle CONNINFO MODE WARM N OUT\n"
+				"       pg_client handoff|distinct CONNINFO MODE CLIENTS SECONDS OUT\n"
+				"       pg_client herd CONNINFO WAITERS OUT\n"
+				"       pg_client mem CONNINFO BACKENDS OUT\n");
+		return 2;
+	}
+	g_conninfo = argv[2];
+	if (strcmp(argv[1], "herd") == 0)
+		return run_herd(atoi(argv[3]), argv[4]);
+	if (strcmp(argv[1], "mem") == 0)
+		return run_mem(atoi(argv[3]), argv[4]);
+	if (argc != 7)
+		die("wrong number of arguments");
+	g_mode = parse_mode(argv[3]);
+	if (strcmp(argv[1], "cycle") == 0)
+		return run_cycle(atoi(argv[4]), atoi(argv[5]), argv[6]);
+	if (strcmp(argv[1], "handoff") == 0 || strcmp(argv[1], "distinct") == 0)
+		return run_multi(atoi(argv[4]), atof(argv[5]), argv[6],
+						 strcmp(argv[1], "handoff") == 0);
+	die("unknown command %s", argv[1]);
+	return 2;
+}

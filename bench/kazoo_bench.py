@@ -219,7 +219,15 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    # kazoo's threads must not keep a failed or finished run alive
+    # kazoo's threads must not keep a failed or finished run alive: leave
+    # through os._exit either way.
+    status = 0
+    try:
+        main()
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        status = 1
     sys.stdout.flush()
-    os._exit(0)
+    sys.stderr.flush()
+    os._exit(status)

@@ -1,0 +1,94 @@
+# Copyright (c) zklock contributors
+#
+# Connection faults of one backend, through a TCP proxy the test controls
+# (fault tests 6 and 7): a create carried out by the server whose reply is
+# lost to a connection drop is found again and adopted, never duplicated,
+# never orphaned; a waiter cancelled while ZooKeeper is unreachable leaves
+# no node once the connection is back, and the next waiter gets the lock.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkEnsemble;
+use ZkProxy;
+use ZklockTest;
+
+my $zk = ZkEnsemble->new(servers => 3);
+my $node = zk_cluster('faults', $zk, session_timeout => 20000);
+my $proxy = ZkProxy->new($zk->port(1));
+my @sessions;
+
+sub session
+{
+	my ($via_proxy) = @_;
+	my $s = waiter($node);
+	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'") if $via_proxy;
+	push @sessions, $s;
+	return $s;
+}
+
+# --- 6. the reply to a create is lost: the node is adopted, not created twice
+my $h = session(0);
+$h->query_safe("SELECT zk_lock('reply')");
+my $x = session(1);
+my $xpid = backend_pid($x);
+$x->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+is(scalar(my @c = zk_servers_of($zk, $xpid)), 0, 'backend talks to ZooKeeper only through the proxy');
+
+$proxy->mode('swallow');
+start_wait($x, "SELECT zk_lock('reply')");
+ok(poll_until(sub { zk_count($zk, '/zklock/reply') == 2 }, 30),
+	'the server carried out the create whose reply is being swallowed');
+my @before = zk_children($zk, '/zklock/reply');
+$proxy->mode('cut');
+ok(poll_until(sub { is_waiting($node, $xpid) }), 'backend waits through the connection loss');
+$proxy->mode('pass');
+ok(poll_until(sub { zk_count($zk, '/zklock/reply') == 2 && is_waiting($node, $xpid) }, 30),
+	'after the reconnect it waits in the queue');
+is_deeply([ zk_children($zk, '/zklock/reply') ], \@before,
+	'same two nodes: no second create, the lost-reply node is kept');
+$h->query_safe("SELECT zk_unlock('reply')");
+ok(poll_until(sub { !is_waiting($node, $xpid) }, 30), 'it gets the lock when the holder releases');
+my ($out, $err) = finish_wait($x);
+is($err, '', 'without an error');
+my $xnode = $x->query_safe("SELECT node FROM zk_locks WHERE name = 'reply'");
+ok((grep { $xnode eq "/zklock/reply/$_" } @before), 'holding the node created before the drop');
+is(zk_count($zk, '/zklock/reply'), 1, 'one node');
+$x->query_safe("SELECT zk_unlock('reply')");
+ok(poll_until(sub { zk_count($zk, '/zklock/reply') == 0 }, 30), 'no orphan after the release');
+
+# --- 7. cancel a waiter while ZooKeeper is unreachable for it
+my $h2 = session(0);
+$h2->query_safe("SELECT zk_lock('unreach')");
+my $w = session(1);
+my $wpid = backend_pid($w);
+start_wait($w, "SELECT zk_lock('unreach')");
+ok(poll_until(sub { is_waiting($node, $wpid) && zk_count($zk, '/zklock/unreach') == 2 }),
+	'waiter behind the proxy is queued');
+my $v = session(0);
+my $vpid = backend_pid($v);
+start_wait($v, "SELECT zk_lock('unreach')");
+ok(poll_until(sub { is_waiting($node, $vpid) && zk_count($zk, '/zklock/unreach') == 3 }),
+	'a second waiter queues behind it');
+
+$proxy->mode('cut');
+$node->safe_psql('postgres', "SELECT pg_cancel_backend($wpid)");
+($out, $err) = finish_wait($w);
+like($err, qr/canceling statement due to user request/, 'the cut-off waiter is cancelled at once');
+is(zk_count($zk, '/zklock/unreach'), 3, 'its node stays while ZooKeeper is unreachable');
+$proxy->mode('pass');
+ok(poll_until(sub { zk_count($zk, '/zklock/unreach') == 2 }, 30),
+	'its node is deleted once the connection is back, while the backend is idle');
+$h2->query_safe("SELECT zk_unlock('unreach')");
+ok(poll_until(sub { !is_waiting($node, $vpid) }, 30), 'the next waiter gets the lock');
+($out, $err) = finish_wait($v);
+ok($out > 0 && $err eq '', 'with a token');
+
+$proxy->stop;
+finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+done_testing();

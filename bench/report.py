@@ -1,0 +1,376 @@
+"""Turn the raw results of bench/run.sh into the report.
+
+    report.py RESULTS_DIR OUTPUT_FILE
+
+RESULTS_DIR holds meta (key=value) and, per figure, contender and round,
+FIG.WHO.rK.sum (key=value) with FIG.WHO.rK.lat (microseconds, one per line),
+or FIG.WHO.rK.fail (the reason).  Latency percentiles are taken over the
+samples of all rounds pooled; rates are total cycles over total seconds.
+Prints the report and writes it to OUTPUT_FILE.
+"""
+import glob
+import math
+import os
+import sys
+import time
+
+R = sys.argv[1]
+OUT = sys.argv[2]
+lines = []
+
+
+def emit(s=""):
+    lines.append(s)
+
+
+def kv(path):
+    d = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, sep, v = line.rstrip("\n").partition("=")
+                if sep:
+                    d[k] = v
+    except OSError:
+        pass
+    return d
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+meta = kv(os.path.join(R, "meta"))
+ROUNDS = int(meta.get("rounds_done") or 0)
+
+
+def pct(sorted_v, p):
+    if not sorted_v:
+        return float("nan")
+    k = max(0, math.ceil(p * len(sorted_v)) - 1)
+    return sorted_v[k]
+
+
+class Result:
+    """One contender in one figure, over the rounds."""
+
+    def __init__(self, fig, who):
+        self.fig, self.who = fig, who
+        self.lat = []
+        self.cycles = 0
+        self.seconds = 0.0
+        self.round_p50 = []
+        self.round_rate = []
+        self.fails = []
+        self.sums = []
+        for r in range(1, ROUNDS + 1):
+            base = os.path.join(R, "%s.%s.r%d" % (fig, who, r))
+            s = kv(base + ".sum")
+            if not s:
+                self.fails.append(read_text(base + ".fail") or "no result")
+                continue
+            self.sums.append(s)
+            with open(base + ".lat") as f:
+                lat = [int(x) for x in f if x.strip()]
+            self.lat.extend(lat)
+            c, sec = int(s["cycles"]), float(s["seconds"])
+            self.cycles += c
+            self.seconds += sec
+            self.round_rate.append(c / sec if sec > 0 else 0)
+            self.round_p50.append(pct(sorted(lat), 0.5) / 1000)
+        self.lat.sort()
+
+    @property
+    def ok(self):
+        return bool(self.sums)
+
+    @property
+    def p50(self):
+        return pct(self.lat, 0.5) / 1000
+
+    @property
+    def p99(self):
+        return pct(self.lat, 0.99) / 1000
+
+    @property
+    def rate(self):
+        return self.cycles / self.seconds if self.seconds > 0 else float("nan")
+
+    def mean_of(self, key):
+        vals = [float(s[key]) for s in self.sums if key in s]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+
+LABEL = {
+    "floor": "floor       C client, create+delete",
+    "floor-read": "floor-read  C client, one get_children",
+    "zklock": "zklock      zk_lock + zk_unlock",
+    "zklock-xact": "zklock-xact BEGIN; zk_xact_lock; COMMIT",
+    "curator": "curator     InterProcessMutex",
+    "kazoo": "kazoo       Lock",
+    "pg-advisory": "pg-advisory pg_advisory_lock(_unlock)",
+}
+LABEL_HANDOFF = dict(LABEL, floor="floor       C client, leanest recipe")
+LABEL_DISTINCT = dict(LABEL)
+PEERS = ["floor", "zklock", "zklock-xact", "curator", "kazoo", "pg-advisory"]
+
+res = {}
+for fig in ("cycle", "handoff", "distinct"):
+    for who in PEERS + (["floor-read"] if fig == "cycle" else []):
+        res[fig, who] = Result(fig, who)
+
+
+def ms(v):
+    if v != v:
+        return "-"
+    return "%.2f" % v if v < 100 else "%.0f" % v
+
+
+def ratio(a, b):
+    if not (a == a and b == b) or b == 0:
+        return "-"
+    return "%.2fx" % (a / b)
+
+
+# ---------------------------------------------------------------- header
+ncpu = meta.get("nproc", "?")
+mem_gib = int(meta.get("mem_kb", "0") or 0) / 1048576
+emit("zklock benchmark  %s  (make bench = sh bench/run.sh)" % time.strftime("%Y-%m-%d %H:%M %Z"))
+emit("machine:  %s CPUs (%s), %.1f GiB RAM, %s, %s" % (
+    ncpu, meta.get("cpu", "?"), mem_gib, meta.get("kernel", "?"), meta.get("os", "?")))
+emit("software: %s; ZooKeeper %s, 3 servers on 127.0.0.1, forceSync=yes;" % (
+    meta.get("pg", "?").replace("postgres (PostgreSQL) ", "PostgreSQL "), meta.get("zk", "?")))
+emit("          Curator %s on %s; kazoo %s on %s; ZooKeeper C client 3.8 (libzookeeper_mt)" % (
+    meta.get("curator", "?"), meta.get("java", "?").replace('"', ""),
+    meta.get("kazoo", "?"), meta.get("python", "?")))
+emit("run:      %s of %s rounds, every contender once per figure per round, order rotated;"
+     " %s s total; load average %s at start, %s at end" % (
+         ROUNDS, meta.get("rounds_planned", "?"), meta.get("elapsed_s", "?"),
+         meta.get("loadavg_start", "?"), meta.get("loadavg_end", "?")))
+emit("          (all servers and clients share these %s CPUs; compare only within one run)" % ncpu)
+emit()
+
+# ---------------------------------------------------------------- table
+W1 = 44
+emit("%-*s %12s %8s %8s %9s  %s" % (W1, "figure / contender", "value", "p50 ms", "p99 ms",
+                                     "vs floor", "per round"))
+emit("-" * 104)
+
+
+def row(label, value, p50, p99, vsfloor, rounds):
+    emit("%-*s %12s %8s %8s %9s  %s" % (W1, "  " + label, value, p50, p99, vsfloor, rounds))
+
+
+def figure_rows(fig, labels, latency_main):
+    floor = res[fig, "floor"]
+    for who in (PEERS[:1] + (["floor-read"] if fig == "cycle" else []) + PEERS[1:]):
+        r = res[fig, who]
+        if not r.ok:
+            row(labels[who], "FAILED", "-", "-", "-", "; ".join(r.fails)[:60])
+            continue
+        part = "" if len(r.sums) == ROUNDS else " (%d/%d rounds)" % (len(r.sums), ROUNDS)
+        if latency_main:
+            value = "%.0f/s" % (1000 / r.p50) if who != "floor-read" else "read"
+            vs = ratio(r.p50, floor.p50) if floor.ok and who != "floor-read" else "-"
+            rounds = " ".join(ms(x) for x in r.round_p50) + " ms" + part
+        else:
+            value = "%.0f/s" % r.rate
+            vs = ratio(r.rate, floor.rate) if floor.ok else "-"
+            rounds = " ".join("%.0f" % x for x in r.round_rate) + " /s" + part
+        row(labels[who], value, ms(r.p50), ms(r.p99), vs, rounds)
+
+
+emit("1. uncontended lock+unlock cycle: 1 client, 1 name, %s x %s cycles after %s warm-up"
+     % (ROUNDS, meta.get("cycles"), meta.get("warm")))
+emit("   (value = 1/p50; p50/p99 of the whole cycle; vs floor = p50 ratio; per round = p50)")
+figure_rows("cycle", LABEL, True)
+emit("2. contended hand-off: %s clients (one session each), one lock, %s x %s s"
+     % (meta.get("handoff_clients"), ROUNDS, meta.get("seconds")))
+emit("   (value = cycles/s of all clients; p50/p99 of acquire; vs floor = rate ratio)")
+figure_rows("handoff", LABEL_HANDOFF, False)
+emit("3. distinct-lock throughput: %s clients (one session each), %s names, %s x %s s"
+     % (meta.get("distinct_clients"), meta.get("distinct_clients"), ROUNDS, meta.get("seconds")))
+emit("   (value = cycles/s of all clients; p50/p99 of the cycle; vs floor = rate ratio)")
+figure_rows("distinct", LABEL_DISTINCT, False)
+
+# herd
+herd = {}
+emit("4. herd: %s waiters on one lock, then %s hand-offs (each waiter releases at once)"
+     % (meta.get("herd"), meta.get("herd")))
+emit("   (value = watches fired per release, from mntr zk_sum_node_*_watch_count over all"
+     " servers; wchs = watches while queued)")
+HERD_LABEL = {"zklock": "zklock      %s backends, one session each",
+              "curator": "curator     1 client, %s threads",
+              "kazoo": "kazoo       1 client, %s threads"}
+for who in ("zklock", "curator", "kazoo"):
+    base = os.path.join(R, "herd." + who)
+    s = kv(base + ".sum")
+    label = HERD_LABEL[who] % meta.get("herd")
+    if not s:
+        row(label, "FAILED", "-", "-", "-", (read_text(base + ".fail") or "no result")[:60])
+        continue
+    zk = {}
+    for line in read_text(base + ".zk").splitlines():
+        tag, _, rest = line.partition(": ")
+        zk[tag] = dict(x.split("=") for x in rest.split())
+    n = int(s["waiters"])
+    try:
+        watches = int(zk["before"]["watches"])
+        notes = int(zk["after"]["notifications"]) - int(zk["before"]["notifications"])
+    except (KeyError, ValueError):
+        watches, notes = -1, -1
+    per = notes / n if n and notes >= 0 else float("nan")
+    herd[who] = (n, watches, per, s)
+    row(label, "%.2f/release" % per, "-", "-", "-",
+        "wchs %d (%.2f/waiter); %d hand-offs in %.1f s; queued in %.0f s"
+        % (watches, watches / n if n else 0, int(s["acquired"]), float(s["seconds"]),
+           float(s.get("connect_seconds", "nan"))))
+
+# memory
+emit("5. memory: VmRSS of a backend after SELECT 1, then after zk_try_lock('m') + zk_unlock('m')"
+     " (%s backends each)" % meta.get("mem_backends"))
+emit("   (value = mean VmRSS added; per round column: RssAnon added, threads before -> after)")
+mem = {}
+idle_threads = []
+for c, label in (("zk", "zklock      loaded on first call"),
+                 ("central", "zklock      preloaded (shared_preload_libraries)")):
+    s = kv(os.path.join(R, "mem.%s.sum" % c))
+    if not s:
+        row(label, "FAILED", "-", "-", "-", read_text(os.path.join(R, "mem.%s.fail" % c))[:60])
+        continue
+    for tag in ("zk", "adv"):
+        recs = []
+        for k, v in s.items():
+            if not k.startswith(tag) or not k[len(tag):].isdigit():
+                continue
+            f = dict(x.split(":", 1) for x in v.split())
+            rec = {name: tuple(int(y) for y in f[name].split(":"))
+                   for name in ("rss", "anon", "threads")}
+            recs.append(rec)
+            idle_threads.append(rec["threads"][0])
+        if not recs:
+            continue
+        d_rss = sum(r["rss"][1] - r["rss"][0] for r in recs) / len(recs)
+        d_anon = sum(r["anon"][1] - r["anon"][0] for r in recs) / len(recs)
+        th = sorted(set("%d -> %d" % r["threads"] for r in recs))
+        mem[c, tag] = d_rss
+        if tag == "zk":
+            row(label, "+%.0f kB" % d_rss, "-", "-", "-",
+                "RssAnon +%.0f kB; threads %s" % (d_anon, ", ".join(th)))
+        elif c == "zk":
+            row("control     pg_try_advisory_lock + unlock", "+%.0f kB" % d_rss, "-", "-", "-",
+                "RssAnon +%.0f kB; threads %s" % (d_anon, ", ".join(th)))
+emit("-" * 104)
+if idle_threads:
+    emit("backends that never called zk_* (after SELECT 1, %d measured, both clusters):"
+         " threads = %s" % (len(idle_threads), ", ".join(str(x) for x in sorted(set(idle_threads)))))
+
+# ---------------------------------------------------------------- ratios
+emit()
+emit("ratios (1: p50 latency, lower is better for zklock; 2, 3: cycles/s, higher is better)")
+for fig, n, lat in (("cycle", "1 uncontended", True), ("handoff", "2 hand-off", False),
+                    ("distinct", "3 distinct", False)):
+    parts = []
+    for me in ("zklock", "zklock-xact"):
+        a = res[fig, me]
+        if not a.ok:
+            parts.append("%s FAILED" % me)
+            continue
+        for other in ("floor", "curator", "kazoo", "pg-advisory"):
+            b = res[fig, other]
+            if b.ok:
+                v = ratio(a.p50, b.p50) if lat else ratio(a.rate, b.rate)
+            else:
+                v = "n/a"
+            parts.append("%s/%s %s" % (me, other, v))
+    emit("  %-14s %s" % (n, ", ".join(parts[:4])))
+    emit("  %-14s %s" % ("", ", ".join(parts[4:])))
+
+# where zklock's time goes
+c_zk, c_x, c_adv, c_read, c_floor = (res["cycle", w] for w in
+                                     ("zklock", "zklock-xact", "pg-advisory", "floor-read", "floor"))
+emit()
+emit("where the uncontended time goes (means per cycle, from the clients):")
+if c_zk.ok:
+    emit("  zklock:      zk_lock %.2f ms + zk_unlock %.2f ms (zk_lock = pipelined create+list"
+         " round trip; zk_unlock sends the delete without waiting)"
+         % (c_zk.mean_of("mean_lock_us") / 1000, c_zk.mean_of("mean_unlock_us") / 1000))
+if c_x.ok:
+    emit("  zklock-xact: BEGIN %.2f ms + zk_xact_lock %.2f ms + COMMIT %.2f ms (3 SQL round trips)"
+         % (c_x.mean_of("mean_begin_us") / 1000, c_x.mean_of("mean_lock_us") / 1000,
+            c_x.mean_of("mean_commit_us") / 1000))
+if c_adv.ok:
+    emit("  SQL round trip on loopback: about %.3f ms (half a pg_advisory lock+unlock cycle p50);"
+         " one ZooKeeper read: %s ms p50" % (c_adv.p50 / 2, ms(c_read.p50) if c_read.ok else "-"))
+if c_floor.ok:
+    emit("  floor cycle p50 %s ms = two forced-sync writes (create, delete), each awaited" % ms(c_floor.p50))
+
+# ---------------------------------------------------------------- targets
+emit()
+emit("targets")
+
+
+def target(ok, text):
+    emit("  %-8s %s" % ("MET" if ok else "NOT MET", text))
+
+
+for me in ("zklock", "zklock-xact"):
+    a, f, cu, kz = (res["cycle", w] for w in (me, "floor", "curator", "kazoo"))
+    tag = "" if me == "zklock" else " [xact variant]"
+    if a.ok and f.ok:
+        ok = a.p50 <= 1.10 * f.p50 and (not cu.ok or a.p50 < cu.p50) and (not kz.ok or a.p50 < kz.p50)
+        target(ok, "uncontended cycle <= 1.10x floor and below Curator and kazoo%s: %s p50 %s ms"
+               " = %s floor (%s ms); Curator %s ms, kazoo %s ms"
+               % (tag, me, ms(a.p50), ratio(a.p50, f.p50), ms(f.p50),
+                  ms(cu.p50) if cu.ok else "FAILED", ms(kz.p50) if kz.ok else "FAILED"))
+    else:
+        target(False, "uncontended cycle%s: no result (%s)" % (tag, "zklock" if not a.ok else "floor"))
+for me in ("zklock", "zklock-xact"):
+    a, cu = res["handoff", me], res["handoff", "curator"]
+    tag = "" if me == "zklock" else " [xact variant]"
+    if a.ok and cu.ok:
+        target(a.rate >= cu.rate, "contended hand-off >= Curator's%s: %.0f/s vs Curator %.0f/s (%s)"
+               % (tag, a.rate, cu.rate, ratio(a.rate, cu.rate)))
+    else:
+        target(False, "contended hand-off%s: no result" % tag)
+if "zklock" in herd:
+    n, watches, per, s = herd["zklock"]
+    target(watches == n and per <= 1.0 + 1e-9 and int(s["acquired"]) == n,
+           "one notification per release at %d waiters: %.2f per release, %d watches for %d"
+           " waiters, %s of %d hand-offs" % (n, per, watches, n, s["acquired"], n))
+else:
+    target(False, "one notification per release: zklock herd FAILED")
+for me in ("zklock", "zklock-xact"):
+    a, f = res["distinct", me], res["distinct", "floor"]
+    tag = "" if me == "zklock" else " [xact variant]"
+    if a.ok and f.ok:
+        target(a.rate >= 0.8 * f.rate,
+               "distinct-lock throughput >= 80%% of the C client at %s clients%s: %.0f/s vs %.0f/s (%.0f%%)"
+               % (meta.get("distinct_clients"), tag, a.rate, f.rate, 100 * a.rate / f.rate))
+    else:
+        target(False, "distinct-lock throughput%s: no result" % tag)
+if ("zk", "zk") in mem:
+    worst = max(v for (c, t), v in mem.items() if t == "zk")
+    target(worst < 2048 and idle_threads and max(idle_threads) == 1,
+           "< 2 MB RSS per connected backend, no threads without zk_*: +%.0f kB (first-call load),"
+           " +%s kB (preloaded); idle backends' threads: %s"
+           % (mem["zk", "zk"], "%.0f" % mem["central", "zk"] if ("central", "zk") in mem else "-",
+              ",".join(str(x) for x in sorted(set(idle_threads)))))
+else:
+    target(False, "< 2 MB RSS per connected backend: memory measurement FAILED")
+
+failed = [(f, w) for (f, w), r in res.items() if not r.ok]
+if failed:
+    emit()
+    emit("failed runs:")
+    for f, w in failed:
+        emit("  %s %s: %s" % (f, w, "; ".join(res[f, w].fails)[:200]))
+
+text = "\n".join(lines) + "\n"
+sys.stdout.write(text)
+with open(OUT, "w") as f:
+    f.write(text)

@@ -1,0 +1,364 @@
+#!/bin/sh
+# make bench: zklock against the ZooKeeper C client floor, Apache Curator,
+# kazoo and PostgreSQL's own pg_advisory_lock, on one 3-server ensemble
+# (forceSync=yes) on 127.0.0.1, in one run.
+#
+# Builds and installs zklock, starts the ensemble and two PostgreSQL
+# clusters ("zk": zklock loaded on first use, max_connections for the herd;
+# "central": the central PostgreSQL for pg_advisory_lock, with zklock in
+# shared_preload_libraries for the memory and thread check), runs every
+# contender in every figure once per round over several rounds (the order
+# rotates each round, so drift hits all alike), prints one table with ratios
+# and MET / NOT MET per target, writes it to bench/results/latest.txt, and
+# stops every process it started, by PID, on success and on failure.
+#
+# Settings (environment): BENCH_ROUNDS (3), BENCH_CYCLES (700 per round),
+# BENCH_SECONDS (3 per run), BENCH_HERD (500 waiters), BENCH_KEEP=1 keeps the
+# work directory.  Must run as root (installs zklock; clusters run as
+# "postgres").
+set -u
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=$top/bench
+ROUNDS=${BENCH_ROUNDS:-3}
+CYCLES=${BENCH_CYCLES:-700}
+WARM=100
+JWARM=400            # Curator: JIT warm-up before the timed cycles
+SECS=${BENCH_SECONDS:-3}
+HANDOFF_CLIENTS=8
+DISTINCT_CLIENTS=32
+HERD=${BENCH_HERD:-500}
+MEM_BACKENDS=5
+BUDGET_ROUNDS_S=330  # start no further round after this much time
+PY=/usr/bin/python3  # kazoo imports only under Debian's python3
+JAVA_DIR=/usr/share/java
+bindir=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+T_START=$(date +%s)
+
+say() { printf '[%4ss] %s\n' "$(($(date +%s) - T_START))" "$*"; }
+fail() { say "bench: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || fail "run as root (installs zklock; clusters run as postgres)"
+
+# ---------------------------------------------------------------- packages
+# make bench runs make deps (server, C client, kazoo) first; a bare machine
+# also needs these for the peers and the clients.
+PACKAGES="libpq-dev gcc openjdk-17-jdk-headless libcurator-recipes-java \
+libcurator-framework-java libcurator-client-java libguava-java libslf4j-java \
+python3-kazoo zookeeper libzookeeper-mt-dev postgresql-15 \
+postgresql-server-dev-15 make coreutils"
+missing=""
+for p in $PACKAGES; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	say "installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null && \
+		apt-get install -y -q --no-install-recommends $missing >/dev/null ||
+		fail "could not install$missing"
+fi
+
+# ---------------------------------------------------------------- cleanup
+W=""
+BG_PIDS=""
+PG_PIDS=""
+cleanup() {
+	status=$?
+	trap - EXIT INT TERM HUP
+	for p in $BG_PIDS; do
+		kill -TERM "$p" 2>/dev/null && sleep 1 && kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	if [ -n "$W" ]; then
+		for c in zk central; do
+			[ -f "$W/$c/postmaster.pid" ] &&
+				runuser -u postgres -- "$bindir/pg_ctl" -D "$W/$c" -m fast -w -t 60 stop >/dev/null 2>&1
+		done
+		# what pg_ctl did not stop: by the PID recorded at start
+		for p in $PG_PIDS; do
+			if kill -0 "$p" 2>/dev/null; then
+				kill -QUIT "$p" 2>/dev/null; sleep 2; kill -KILL "$p" 2>/dev/null
+			fi
+		done
+		[ -f "$W/zk/ensemble.state" ] &&
+			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/zk" >/dev/null 2>&1
+		if [ "${BENCH_KEEP:-0}" = 1 ]; then
+			echo "bench: work directory kept: $W" >&2
+		else
+			rm -rf "$W"
+		fi
+	fi
+	exit $status
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# ---------------------------------------------------------------- build
+say "building and installing zklock"
+(cd "$top" && make -s >/dev/null && make -s install >/dev/null) ||
+	fail "make / make install of zklock failed"
+
+W=$(mktemp -d /tmp/zklock-bench.XXXXXX)
+chmod 755 "$W"
+chown postgres "$W"
+R=$W/res
+mkdir -p "$R" "$W/bin"
+
+say "building the clients"
+gcc -O2 -Wall -Wextra -DTHREADED -o "$W/bin/zk_floor" "$B/zk_floor.c" \
+	-lzookeeper_mt -lpthread || fail "zk_floor.c did not build"
+gcc -O2 -Wall -Wextra -I"$(pg_config --includedir)" -o "$W/bin/pg_client" \
+	"$B/pg_client.c" -L"$(pg_config --libdir)" -lpq -lpthread ||
+	fail "pg_client.c did not build"
+CP=$W/bin
+for j in curator-recipes curator-framework curator-client guava zookeeper \
+	zookeeper-jute slf4j-api slf4j-nop; do
+	CP=$CP:$JAVA_DIR/$j.jar
+done
+CURATOR_OK=1
+javac -nowarn -d "$W/bin" -cp "$CP" "$B/CuratorBench.java" >"$W/javac.log" 2>&1 ||
+	{ CURATOR_OK=0; say "CuratorBench.java did not compile: Curator rows will say FAILED"; }
+KAZOO_OK=1
+$PY -c 'import kazoo' 2>/dev/null || { KAZOO_OK=0; say "kazoo not importable under $PY"; }
+
+# ---------------------------------------------------------------- servers
+say "starting a 3-server ZooKeeper ensemble (forceSync=yes) on 127.0.0.1"
+HOSTS=$(perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" start --servers 3 \
+	--dir "$W/zk" --conf forceSync=yes --conf maxClientCnxns=0) ||
+	fail "the ensemble did not start"
+[ -n "$HOSTS" ] || fail "the ensemble did not start"
+
+free_port() {
+	# a port below the ephemeral range that nothing listens on
+	$PY - <<'EOF'
+import random, socket
+for _ in range(500):
+    p = random.randint(40000, 48000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+        print(p)
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()
+EOF
+}
+
+start_cluster() {  # name port extra-conf
+	name=$1 port=$2
+	runuser -u postgres -- "$bindir/initdb" -D "$W/$name" -A trust -U postgres \
+		>"$W/$name.initdb.log" 2>&1 || return 1
+	cat >>"$W/$name/postgresql.conf" <<EOF
+port = $port
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$W'
+cluster_name = 'bench-$name'
+zklock.hosts = '$HOSTS'
+zklock.session_timeout = '30s'
+zklock.connect_timeout = '20s'
+$3
+EOF
+	runuser -u postgres -- "$bindir/pg_ctl" -D "$W/$name" -l "$W/$name.log" -w -t 60 start \
+		>/dev/null 2>&1 || return 1
+	PG_PIDS="$PG_PIDS $(head -1 "$W/$name/postmaster.pid")"
+	psql -X -q -h "$W" -p "$port" -U postgres -d postgres \
+		-c "CREATE EXTENSION zklock" >/dev/null || return 1
+}
+
+ZK_PORT=$(free_port)
+say "starting PostgreSQL cluster \"zk\" (port $ZK_PORT, max_connections $((HERD + 100)))"
+start_cluster zk "$ZK_PORT" "max_connections = $((HERD + 100))
+shared_buffers = 16MB" || fail "cluster zk did not start (see $W/zk.log)"
+CENTRAL_PORT=$(free_port)
+say "starting PostgreSQL cluster \"central\" (port $CENTRAL_PORT, zklock preloaded)"
+start_cluster central "$CENTRAL_PORT" "max_connections = 100
+shared_buffers = 32MB
+shared_preload_libraries = 'zklock'" || fail "cluster central did not start (see $W/central.log)"
+CI_ZK="host=127.0.0.1 port=$ZK_PORT user=postgres dbname=postgres"
+CI_CENTRAL="host=127.0.0.1 port=$CENTRAL_PORT user=postgres dbname=postgres"
+
+# ---------------------------------------------------------------- machine
+{
+	echo "nproc=$(nproc)"
+	echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')"
+	echo "mem_kb=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
+	echo "kernel=$(uname -sr)"
+	echo "os=$(. /etc/os-release && echo "$PRETTY_NAME")"
+	echo "pg=$("$bindir/postgres" --version)"
+	echo "zk=$($PY "$B/zkstat.py" "$HOSTS" version | sed 's/-.*//')"
+	echo "curator=$(basename "$(readlink -f $JAVA_DIR/curator-recipes.jar)" .jar | sed 's/curator-recipes-//')"
+	echo "kazoo=$($PY -c 'from kazoo.version import __version__ as v; print(v)' 2>/dev/null)"
+	echo "java=$(java -version 2>&1 | head -1)"
+	echo "python=$($PY --version 2>&1)"
+	echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "rounds_planned=$ROUNDS"
+	echo "cycles=$CYCLES"
+	echo "warm=$WARM"
+	echo "seconds=$SECS"
+	echo "handoff_clients=$HANDOFF_CLIENTS"
+	echo "distinct_clients=$DISTINCT_CLIENTS"
+	echo "herd=$HERD"
+	echo "mem_backends=$MEM_BACKENDS"
+} >"$R/meta"
+
+# ---------------------------------------------------------------- contenders
+# run_one FIGURE CONTENDER TAG: one timed run, bounded; a failure leaves
+# OUT.fail with the reason, and the run goes on.
+run_one() {
+	fig=$1 who=$2 out=$R/$1.$2.$3
+	case $fig in
+	cycle) limit=120 ;;
+	*) limit=$((SECS + 90)) ;;
+	esac
+	case $fig.$who in
+	cycle.floor) set -- "$W/bin/zk_floor" cycle "$HOSTS" $WARM "$CYCLES" "$out" ;;
+	cycle.floor-read) set -- "$W/bin/zk_floor" read "$HOSTS" $WARM "$CYCLES" "$out" ;;
+	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CI_ZK" zklock $WARM "$CYCLES" "$out" ;;
+	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CI_ZK" zkxact $WARM "$CYCLES" "$out" ;;
+	cycle.pg-advisory) set -- "$W/bin/pg_client" cycle "$CI_CENTRAL" advisory $WARM "$CYCLES" "$out" ;;
+	cycle.curator) set -- java -Xmx512m -cp "$CP" CuratorBench cycle "$HOSTS" $JWARM "$CYCLES" "$out" ;;
+	cycle.kazoo) set -- $PY "$B/kazoo_bench.py" cycle "$HOSTS" $WARM "$CYCLES" "$out" ;;
+	*.floor) set -- "$W/bin/zk_floor" "$fig" "$HOSTS" "$N_CLIENTS" "$SECS" "$out" ;;
+	*.zklock) set -- "$W/bin/pg_client" "$fig" "$CI_ZK" zklock "$N_CLIENTS" "$SECS" "$out" ;;
+	*.zklock-xact) set -- "$W/bin/pg_client" "$fig" "$CI_ZK" zkxact "$N_CLIENTS" "$SECS" "$out" ;;
+	*.pg-advisory) set -- "$W/bin/pg_client" "$fig" "$CI_CENTRAL" advisory "$N_CLIENTS" "$SECS" "$out" ;;
+	*.curator) set -- java -Xmx512m -cp "$CP" CuratorBench "$fig" "$HOSTS" "$N_CLIENTS" "$SECS" "$out" ;;
+	*.kazoo) set -- $PY "$B/kazoo_bench.py" "$fig" "$HOSTS" "$N_CLIENTS" "$SECS" "$out" ;;
+	esac
+	if [ "$who" = curator ] && [ $CURATOR_OK = 0 ]; then
+		echo "CuratorBench.java did not compile" >"$out.fail"
+		return
+	fi
+	if [ "$who" = kazoo ] && [ $KAZOO_OK = 0 ]; then
+		echo "kazoo not importable under $PY" >"$out.fail"
+		return
+	fi
+	if timeout -k 5 "$limit" "$@" >"$out.log" 2>&1 && [ -s "$out.sum" ]; then
+		say "  $fig $who ok"
+	else
+		rc=$?
+		{ [ $rc = 124 ] && echo "timed out after ${limit}s"; grep -v '^\s*at ' "$out.log" | tail -3; } |
+			tr '\n' ' ' | cut -c1-200 >"$out.fail"
+		rm -f "$out.sum"
+		say "  $fig $who FAILED: $(cat "$out.fail")"
+	fi
+}
+
+CONTENDERS="floor zklock zklock-xact curator kazoo pg-advisory"
+rotate() {  # rotate the list by $1 places
+	n=$1
+	shift
+	while [ "$n" -gt 0 ]; do
+		first=$1
+		shift
+		set -- "$@" "$first"
+		n=$((n - 1))
+	done
+	echo "$@"
+}
+
+rounds_done=0
+r=1
+while [ $r -le "$ROUNDS" ]; do
+	if [ $r -gt 1 ] && [ $(($(date +%s) - T_START)) -gt $BUDGET_ROUNDS_S ]; then
+		say "time budget used: stopping after $rounds_done rounds"
+		break
+	fi
+	order=$(rotate $((r - 1)) $CONTENDERS)
+	say "round $r/$ROUNDS: $order"
+	for who in $order; do
+		run_one cycle "$who" r$r
+		[ "$who" = floor ] && run_one cycle floor-read r$r
+	done
+	N_CLIENTS=$HANDOFF_CLIENTS
+	for who in $order; do run_one handoff "$who" r$r; done
+	N_CLIENTS=$DISTINCT_CLIENTS
+	for who in $order; do run_one distinct "$who" r$r; done
+	rounds_done=$r
+	r=$((r + 1))
+done
+echo "rounds_done=$rounds_done" >>"$R/meta"
+
+# ---------------------------------------------------------------- herd
+# HERD waiters queue on one lock; then the holder releases and each waiter
+# releases as soon as it holds.  The ensemble counts the watches set
+# (wchs) and the watches fired (mntr zk_sum_node_*_watch_count).
+zkstat() { $PY "$B/zkstat.py" "$HOSTS" 2>/dev/null || echo "watches=-1 notifications=-1"; }
+
+run_herd() {
+	who=$1 out=$R/herd.$1
+	case $who in
+	zklock) set -- "$W/bin/pg_client" herd "$CI_ZK" "$HERD" "$out" ;;
+	curator)
+		[ $CURATOR_OK = 1 ] || { echo "CuratorBench.java did not compile" >"$out.fail"; return; }
+		set -- java -Xmx1g -Xss512k -cp "$CP" CuratorBench herd "$HOSTS" "$HERD" "$out" ;;
+	kazoo)
+		[ $KAZOO_OK = 1 ] || { echo "kazoo not importable" >"$out.fail"; return; }
+		set -- $PY "$B/kazoo_bench.py" herd "$HOSTS" "$HERD" "$out" ;;
+	esac
+	timeout -k 5 300 "$@" >"$out.log" 2>&1 &
+	hp=$!
+	BG_PIDS="$BG_PIDS $hp"
+	i=0
+	while [ ! -f "$out.ready" ] && [ $i -lt 2400 ] && kill -0 $hp 2>/dev/null; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -f "$out.ready" ]; then
+		# every waiter is queued; wait (bounded) for the watch count to settle
+		j=0
+		prev=""
+		while [ $j -lt 50 ]; do
+			cur=$(zkstat)
+			[ "$cur" = "$prev" ] && break
+			prev=$cur
+			sleep 0.2
+			j=$((j + 1))
+		done
+		echo "before: $cur" >"$out.zk"
+		touch "$out.go"
+	fi
+	wait $hp
+	rc=$?
+	BG_PIDS=$(echo "$BG_PIDS" | sed "s/ $hp\b//")
+	sleep 1   # the last notifications reach the counters
+	echo "after: $(zkstat)" >>"$out.zk"
+	if [ $rc = 0 ] && [ -s "$out.sum" ]; then
+		say "  herd $who ok"
+	else
+		{ [ $rc = 124 ] && echo "timed out"; grep -v '^\s*at ' "$out.log" | tail -3; } |
+			tr '\n' ' ' | cut -c1-200 >"$out.fail"
+		rm -f "$out.sum"
+		say "  herd $who FAILED: $(cat "$out.fail")"
+	fi
+}
+
+say "herd: $HERD waiters on one lock"
+for who in zklock curator kazoo; do run_herd "$who"; done
+
+# ---------------------------------------------------------------- memory
+say "memory: $MEM_BACKENDS backends per cluster"
+for c in zk central; do
+	if [ $c = zk ]; then ci=$CI_ZK; else ci=$CI_CENTRAL; fi
+	if timeout -k 5 120 "$W/bin/pg_client" mem "$ci" $MEM_BACKENDS "$R/mem.$c" >"$R/mem.$c.log" 2>&1; then
+		say "  memory $c ok"
+	else
+		tail -2 "$R/mem.$c.log" | tr '\n' ' ' | cut -c1-200 >"$R/mem.$c.fail"
+		rm -f "$R/mem.$c.sum"
+		say "  memory $c FAILED: $(cat "$R/mem.$c.fail")"
+	fi
+done
+
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$R/meta"
+echo "elapsed_s=$(($(date +%s) - T_START))" >>"$R/meta"
+
+# ---------------------------------------------------------------- report
+mkdir -p "$B/results"
+$PY "$B/report.py" "$R" "$B/results/latest.txt" || fail "report.py failed"
+say "report written to bench/results/latest.txt; stopping servers"

@@ -72,7 +72,7 @@ cleanup() {
 		wait "$p" 2>/dev/null
 	done
 	if [ -n "$W" ]; then
-		for c in zk central; do
+		for c in pgzk central; do
 			[ -f "$W/$c/postmaster.pid" ] &&
 				runuser -u postgres -- "$bindir/pg_ctl" -D "$W/$c" -m fast -w -t 60 stop >/dev/null 2>&1
 		done
@@ -82,8 +82,8 @@ cleanup() {
 				kill -QUIT "$p" 2>/dev/null; sleep 2; kill -KILL "$p" 2>/dev/null
 			fi
 		done
-		[ -f "$W/zk/ensemble.state" ] &&
-			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/zk" >/dev/null 2>&1
+		[ -f "$W/ensemble/ensemble.state" ] &&
+			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/ensemble" >/dev/null 2>&1
 		if [ "${BENCH_KEEP:-0}" = 1 ]; then
 			echo "bench: work directory kept: $W" >&2
 		else
@@ -128,7 +128,7 @@ $PY -c 'import kazoo' 2>/dev/null || { KAZOO_OK=0; say "kazoo not importable und
 # ---------------------------------------------------------------- servers
 say "starting a 3-server ZooKeeper ensemble (forceSync=yes) on 127.0.0.1"
 HOSTS=$(perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" start --servers 3 \
-	--dir "$W/zk" --conf forceSync=yes --conf maxClientCnxns=0) ||
+	--dir "$W/ensemble" --conf forceSync=yes --conf maxClientCnxns=0) ||
 	fail "the ensemble did not start"
 [ -n "$HOSTS" ] || fail "the ensemble did not start"
 
@@ -172,14 +172,14 @@ EOF
 }
 
 ZK_PORT=$(free_port)
-say "starting PostgreSQL cluster \"zk\" (port $ZK_PORT, max_connections $((HERD + 100)))"
-start_cluster zk "$ZK_PORT" "max_connections = $((HERD + 100))
-shared_buffers = 16MB" || fail "cluster zk did not start (see $W/zk.log)"
+say "starting PostgreSQL cluster \"pgzk\" (port $ZK_PORT, max_connections $((HERD + 100)))"
+start_cluster pgzk "$ZK_PORT" "max_connections = $((HERD + 100))
+shared_buffers = 16MB" || fail "cluster pgzk did not start: $(tail -3 "$W/pgzk.log" "$W/pgzk.initdb.log" 2>/dev/null)"
 CENTRAL_PORT=$(free_port)
 say "starting PostgreSQL cluster \"central\" (port $CENTRAL_PORT, zklock preloaded)"
 start_cluster central "$CENTRAL_PORT" "max_connections = 100
 shared_buffers = 32MB
-shared_preload_libraries = 'zklock'" || fail "cluster central did not start (see $W/central.log)"
+shared_preload_libraries = 'zklock'" || fail "cluster central did not start: $(tail -3 "$W/central.log" "$W/central.initdb.log" 2>/dev/null)"
 CI_ZK="host=127.0.0.1 port=$ZK_PORT user=postgres dbname=postgres"
 CI_CENTRAL="host=127.0.0.1 port=$CENTRAL_PORT user=postgres dbname=postgres"
 

@@ -76,3 +76,27 @@ SELECT zk_unlock_all();
 SELECT proname, proparallel, provolatile, proisstrict FROM pg_proc
  WHERE pronamespace = 'public'::regnamespace AND proname LIKE 'zk\_%'
  ORDER BY proname;
+
+-- fleet view: the path a name maps to, the queue seen from ZooKeeper, the session
+SELECT zk_lock_path('nightly-billing'), zk_lock_path('a/b c'), zk_lock_path(NULL) IS NULL;
+SELECT zk_lock_path('');
+SELECT state, session_id LIKE '0x%' AS has_id, server IS NOT NULL AS has_server,
+       timeout_ms > 0 AS has_timeout, locks FROM zk_session();
+SELECT zk_lock('api-q') > 0, zk_lock_shared('api-q2') > 0;
+SELECT position, mode, holds, node = (SELECT node FROM zk_locks WHERE name = 'api-q') AS own_node,
+       token = (SELECT token FROM zk_locks WHERE name = 'api-q') AS own_token,
+       pid = pg_backend_pid() AS own_pid, database, "user",
+       acquired_at <= now() + interval '1 min' AS time_ok,
+       data LIKE '{"host":%' AS raw_data
+  FROM zk_lock_queue('api-q');
+SELECT locks FROM zk_session();
+SELECT count(*) FROM zk_lock_queue('api-no-such-lock');
+-- node naming for Curator's InterProcessReadWriteLock
+SET zklock.node_naming = 'readwrite';
+SELECT zk_lock('api-rw') > 0, zk_lock_shared('api-rw') > 0;
+SELECT position, mode, holds, node ~ '/_c_[0-9a-f-]{36}-__WRIT__[0-9]{10}$' AS write_node,
+       node ~ '/_c_[0-9a-f-]{36}-__READ__[0-9]{10}$' AS read_node
+  FROM zk_lock_queue('api-rw');
+RESET zklock.node_naming;
+SELECT zk_unlock_all();
+SELECT locks FROM zk_session();

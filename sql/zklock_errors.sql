@@ -44,6 +44,17 @@ SET zklock.session_timeout = '50ms';
 SET zklock.connect_timeout = '2s';
 SHOW zklock.connect_timeout;
 RESET zklock.connect_timeout;
+SET zklock.on_lock_loss = 'ignore';
+SET zklock.on_lock_loss = 'terminate';
+SHOW zklock.on_lock_loss;
+RESET zklock.on_lock_loss;
+SET zklock.node_naming = 'kazoo';
+-- zklock.auth: a malformed value is refused when a session opens, not echoed
+\c
+SET zklock.auth = 'no-colon-here';
+SELECT zk_lock('bad-auth');
+\echo :LAST_ERROR_SQLSTATE
+RESET zklock.auth;
 
 -- zklock.hosts unset: an error naming the setting (in a new backend)
 \c
@@ -78,6 +89,10 @@ SET ROLE regress_zk_user;
 SET zklock.hosts = '127.0.0.1:2181';
 \echo :LAST_ERROR_SQLSTATE
 SET zklock.root = '/elsewhere';
+SET zklock.auth = 'someone:secret';
+SHOW zklock.auth;
+SELECT count(*) FROM pg_settings WHERE name = 'zklock.auth';
+SET zklock.node_naming = 'readwrite';
 SELECT zk_lock('not-granted');
 \echo :LAST_ERROR_SQLSTATE
 SELECT zk_unlock('not-granted');

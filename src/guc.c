@@ -21,6 +21,14 @@ char	   *zkl_root = NULL;
 int			zkl_session_timeout = 30000;
 int			zkl_connect_timeout = 10000;
 int			zkl_on_lock_loss = ZKL_LOSS_ERROR;
+char	   *zkl_auth = NULL;
+int			zkl_node_naming = ZKL_NAMING_MUTEX;
+
+static const struct config_enum_entry guc_naming_options[] = {
+	{"mutex", ZKL_NAMING_MUTEX, false},
+	{"readwrite", ZKL_NAMING_READWRITE, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry guc_loss_options[] = {
 	{"error", ZKL_LOSS_ERROR, false},
@@ -109,5 +117,35 @@ zkl_guc_define(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+	/*
+	 * Credentials: superuser-only and hidden from SHOW ALL and pg_settings
+	 * for everyone else.  No check hook, since a rejected value would be
+	 * echoed in the error; the form is checked when a session opens.
+	 */
+	DefineCustomStringVariable("zklock.auth",
+							   "ZooKeeper digest credentials (user:password) for new sessions.",
+							   "With it set, lock nodes can be changed or deleted only by this identity.",
+							   &zkl_auth,
+							   "",
+							   PGC_SUSET,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, NULL);
+	DefineCustomEnumVariable("zklock.node_naming",
+							 "Node names of exclusive locks: Curator's InterProcessMutex or InterProcessReadWriteLock.",
+							 "mutex names exclusive nodes -lock-, readwrite names them -__WRIT__; shared nodes are -__READ__ either way.",
+							 &zkl_node_naming,
+							 ZKL_NAMING_MUTEX,
+							 guc_naming_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zklock");
+}
+
+/* The infix of exclusive lock nodes under zklock.node_naming. */
+const char *
+zkl_guc_exclusive_infix(void)
+{
+	return zkl_node_naming == ZKL_NAMING_READWRITE ?
+		ZKL_WRITE_INFIX : ZKL_EXCLUSIVE_INFIX;
 }

@@ -207,7 +207,6 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 	ZklLock    *lock;
 	bool		found;
 	char	   *dir;
-	char		escaped[ZKL_ESCAPED_MAX];
 	char	   *node;
 	TimestampTz deadline = 0;
 
@@ -231,8 +230,7 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
 	zkl_session_connect();
-	zkl_names_escape(name, strlen(name), escaped);
-	dir = psprintf("%s/%s", zkl_root, escaped);
+	dir = zkl_lockset_dir(name);
 	if (!zkl_recipe_acquire(dir, shared, lockset_owner_json(), deadline,
 							&node, token))
 		return false;
@@ -341,6 +339,23 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 	row->acquired_at = lock->acquired_at;
 	row->health = zkl_session_health(lock->epoch);
 	*rows = lappend(*rows, row);
+}
+
+/* The lock directory a name maps to under zklock.root. */
+char *
+zkl_lockset_dir(const char *name)
+{
+	char		escaped[ZKL_ESCAPED_MAX];
+
+	zkl_names_escape(name, strlen(name), escaped);
+	return psprintf("%s/%s", zkl_root, escaped);
+}
+
+/* Number of (name, mode) locks this backend holds. */
+int
+zkl_lockset_count(void)
+{
+	return zkl_locks ? (int) hash_get_num_entries(zkl_locks) : 0;
 }
 
 /* Rows of the zk_locks view: one per (name, mode, scope) held. */

@@ -34,6 +34,7 @@
 /* Curator's protection prefix and our node name infixes. */
 #define ZKL_PROTECT_PREFIX "_c_"
 #define ZKL_EXCLUSIVE_INFIX "-lock-"
+#define ZKL_WRITE_INFIX "-__WRIT__"
 #define ZKL_SHARED_INFIX "-__READ__"
 
 /* One child of a lock directory, as parsed for ordering. */

@@ -94,7 +94,7 @@ recipe_enqueue(ZklRecipe *r)
 	prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
 	r->prefix = prefix;
 	path = psprintf("%s/%s%s%s", r->dir, ZKL_PROTECT_PREFIX, uuid,
-					r->shared ? ZKL_SHARED_INFIX : ZKL_EXCLUSIVE_INFIX);
+					r->shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix());
 	r->create = zkl_session_create(path, r->data, ZOO_EPHEMERAL_SEQUENTIAL,
 								   r->dir, prefix);
 	r->list = zkl_session_children(r->dir);
@@ -417,4 +417,76 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 	*node = r.node;
 	*token = r.token;
 	return true;
+}
+
+/*
+ * Every contender of a lock directory in queue order, for the fleet view:
+ * the listing, then the data of every child in one pipeline.  Whether a
+ * contender holds follows the recipe's rule, seen from outside (no node
+ * counts as ours).  Children that vanish meanwhile are left out.
+ */
+List *
+zkl_recipe_queue(const char *dir)
+{
+	ZklOp	   *list = zkl_session_children(dir);
+	List	   *rows = NIL;
+	char	  **names;
+	int			n;
+	int			nkids = 0;
+	int			rc = recipe_answer(list);
+	ZklChild   *kids;
+	ZklOp	  **gets;
+
+	if (rc == ZNONODE)
+	{
+		zkl_session_op_free(list);
+		return NIL;
+	}
+	if (rc != ZOK)
+	{
+		zkl_session_op_free(list);
+		zkl_session_raise(rc, "list", dir);
+	}
+	n = zkl_session_op_children(list, &names);
+	kids = palloc(sizeof(ZklChild) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (zkl_names_parse_child(pstrdup(names[i]), NULL, &kids[nkids]))
+			nkids++;
+	zkl_session_op_free(list);
+	zkl_names_sort(kids, nkids);
+
+	gets = palloc0(sizeof(ZklOp *) * Max(nkids, 1));
+	PG_TRY();
+	{
+		for (int i = 0; i < nkids; i++)
+			gets[i] = zkl_session_get(psprintf("%s/%s", dir, kids[i].name));
+		for (int i = 0; i < nkids; i++)
+		{
+			ZklQueueRow *row;
+			int64		czxid;
+			const char *data;
+
+			rc = recipe_answer(gets[i]);
+			if (rc == ZNONODE)
+				continue;
+			if (rc != ZOK)
+				zkl_session_raise(rc, "get", dir);
+			data = zkl_session_op_data(gets[i], &czxid);
+			row = palloc(sizeof(ZklQueueRow));
+			row->position = list_length(rows) + 1;
+			row->shared = kids[i].shared;
+			row->holds = zkl_names_blocker(kids, nkids, i) < 0;
+			row->node = psprintf("%s/%s", dir, kids[i].name);
+			row->token = czxid;
+			row->data = pstrdup(data);
+			rows = lappend(rows, row);
+		}
+	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < nkids; i++)
+			zkl_session_op_free(gets[i]);
+	}
+	PG_END_TRY();
+	return rows;
 }

@@ -65,7 +65,8 @@ typedef enum ZklOpKind
 	ZKL_OP_CREATE,
 	ZKL_OP_CHILDREN,
 	ZKL_OP_WATCH,
-	ZKL_OP_STAT
+	ZKL_OP_STAT,
+	ZKL_OP_GET
 } ZklOpKind;
 
 struct ZklOp
@@ -80,6 +81,7 @@ struct ZklOp
 	int64_t		owner;			/* stat: ephemeralOwner */
 	int			nchildren;		/* children: the list */
 	char	  **children;
+	char	   *data;			/* get: the node's data, NUL-terminated */
 	char	   *sweep_dir;		/* create: where to find a lost reply's node */
 	char	   *sweep_prefix;
 };
@@ -126,6 +128,9 @@ static struct
 
 /* Main-thread state. */
 static WaitEventSet *zkl_wait_set = NULL;
+static bool zkl_use_auth = false;	/* this session authenticated */
+static struct ACL zkl_acl_entries[2];
+static struct ACL_vector zkl_auth_acl = {2, zkl_acl_entries};
 static uint64 zkl_epoch = 0;	/* bumped for every new session */
 static unsigned char zkl_uuid_bytes[10];
 static uint32 zkl_uuid_counter = 0;
@@ -204,8 +209,15 @@ session_flush_log(void)
 	zkl_shared.log_dropped = 0;
 	pthread_mutex_unlock(&zkl_shared.mu);
 
+	/*
+	 * The library's errors and warnings concern the connection, not the
+	 * query at hand: server log only.  Informational lines are debug output.
+	 */
 	for (int i = 0; i < n; i++)
-		ereport(LOG, (errmsg_internal("zookeeper client: %s", lines[i])));
+		ereport(strstr(lines[i], "ZOO_INFO@") ? DEBUG1 :
+				strstr(lines[i], "ZOO_DEBUG@") ? DEBUG2 : LOG,
+				(errmsg_internal("zookeeper client: %s", lines[i]),
+				 errhidestmt(true)));
 	if (dropped > 0)
 		ereport(LOG,
 				(errmsg_internal("zookeeper client: %d further messages not logged",
@@ -292,6 +304,7 @@ session_free_op(ZklOp *op)
 		free(op->children);
 	}
 	free(op->path);
+	free(op->data);
 	free(op->sweep_dir);
 	free(op->sweep_prefix);
 	free(op);
@@ -515,10 +528,22 @@ static void
 session_got_data(int rc, const char *value, int value_len,
 				 const struct Stat *stat, const void *data)
 {
-	(void) value;
-	(void) value_len;
-	(void) stat;
-	session_finish((ZklOp *) data, rc);
+	ZklOp	   *op = (ZklOp *) data;
+
+	if (rc == ZOK && op->kind == ZKL_OP_GET)
+	{
+		op->czxid = stat->czxid;
+		op->data = malloc(value_len > 0 ? value_len + 1 : 1);
+		if (op->data == NULL)
+			rc = ZSYSTEMERROR;
+		else
+		{
+			if (value_len > 0)
+				memcpy(op->data, value, value_len);
+			op->data[value_len > 0 ? value_len : 0] = '\0';
+		}
+	}
+	session_finish(op, rc);
 }
 
 static void
@@ -705,6 +730,10 @@ session_open(void)
 				 errmsg("zklock.hosts is not set"),
 				 errhint("Set zklock.hosts to the ZooKeeper connect string, for example ALTER SYSTEM SET zklock.hosts = 'zk1:2181,zk2:2181,zk3:2181'.")));
 
+	if (zkl_auth != NULL && zkl_auth[0] != '\0' && strchr(zkl_auth, ':') == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zklock.auth must have the form user:password")));
 	session_init_waiting();
 	if (!zkl_exit_registered)
 	{
@@ -748,6 +777,22 @@ session_open(void)
 	pthread_mutex_lock(&zkl_shared.mu);
 	zkl_shared.zh = zh;
 	pthread_mutex_unlock(&zkl_shared.mu);
+
+	/*
+	 * Digest credentials go first, ahead of every request; the library
+	 * sends them again after each reconnect.  Nodes then get an ACL that
+	 * lets only this identity change or delete them, and everyone read.
+	 */
+	zkl_use_auth = zkl_auth != NULL && zkl_auth[0] != '\0';
+	if (zkl_use_auth)
+	{
+		zkl_acl_entries[0].perms = ZOO_PERM_ALL;
+		zkl_acl_entries[0].id = ZOO_AUTH_IDS;
+		zkl_acl_entries[1].perms = ZOO_PERM_READ;
+		zkl_acl_entries[1].id = ZOO_ANYONE_ID_UNSAFE;
+		(void) zoo_add_auth(zh, "digest", zkl_auth, (int) strlen(zkl_auth),
+							session_ignore, NULL);
+	}
 	/* The watcher may have run before zh was published: read it again. */
 	if (zoo_state(zh) == ZOO_CONNECTED_STATE)
 		session_watcher(zh, ZOO_SESSION_EVENT, ZOO_CONNECTED_STATE, NULL, NULL);
@@ -784,7 +829,8 @@ session_open(void)
 	if (state == ZOO_AUTH_FAILED_STATE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
-				 errmsg("ZooKeeper authentication failed")));
+				 errmsg("ZooKeeper authentication failed"),
+				 errhint("Check the credentials in zklock.auth.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 			 errmsg("could not connect to ZooKeeper at \"%s\"", zkl_hosts),
@@ -905,7 +951,8 @@ zkl_session_create(const char *path, const char *data, int flags,
 			session_not_sent(op, ZSYSTEMERROR, "create", path);
 	}
 	rc = zoo_acreate2(zkl_shared.zh, path, data, data ? (int) strlen(data) : -1,
-					  &ZOO_OPEN_ACL_UNSAFE, flags, session_created, op);
+					  zkl_use_auth ? &zkl_auth_acl : &ZOO_OPEN_ACL_UNSAFE,
+					  flags, session_created, op);
 	if (rc != ZOK)
 		session_not_sent(op, rc, "create", path);
 	return op;
@@ -1105,6 +1152,60 @@ zkl_session_release(const char *path)
 	}
 	pthread_mutex_unlock(&zkl_shared.mu);
 	zkl_session_delete(path);
+}
+
+/* Ask for a node's data (and czxid), without a watch. */
+ZklOp *
+zkl_session_get(const char *path)
+{
+	ZklOp	   *op = session_new_op(ZKL_OP_GET);
+	int			rc;
+
+	rc = zoo_aget(zkl_shared.zh, path, 0, session_got_data, op);
+	if (rc != ZOK)
+		session_not_sent(op, rc, "get", path);
+	return op;
+}
+
+/* A get answer: the data (valid until the operation is freed), czxid. */
+const char *
+zkl_session_op_data(ZklOp *op, int64 *czxid)
+{
+	*czxid = op->czxid;
+	return op->data;
+}
+
+/* What zk_session() shows; opens nothing. */
+void
+zkl_session_info(ZklSessionInfo *info)
+{
+	zhandle_t  *zh;
+
+	memset(info, 0, sizeof(*info));
+	pthread_mutex_lock(&zkl_shared.mu);
+	zh = zkl_shared.zh;
+	if (zh == NULL)
+		info->state = "closed";
+	else if (zkl_shared.lost)
+		info->state = "lost";
+	else if (zkl_shared.state == ZOO_CONNECTED_STATE)
+		info->state = "connected";
+	else if (zkl_shared.state == ZOO_EXPIRED_SESSION_STATE)
+		info->state = "expired";
+	else if (zkl_shared.state == ZOO_AUTH_FAILED_STATE)
+		info->state = "auth failed";
+	else
+		info->state = zkl_shared.ever_connected ? "disconnected" : "connecting";
+	info->session_id = zkl_shared.session_id;
+	info->timeout_ms = zkl_shared.timeout_ms;
+	info->watch_events = zkl_shared.watch_events;
+	pthread_mutex_unlock(&zkl_shared.mu);
+	if (zh != NULL && strcmp(info->state, "connected") == 0)
+	{
+		const char *server = zoo_get_current_server(zh);
+
+		info->server = server ? pstrdup(server) : NULL;
+	}
 }
 
 /* Ask for a node's Stat (czxid, ephemeral owner). */

@@ -33,6 +33,9 @@ PG_FUNCTION_INFO_V1(zk_unlock);
 PG_FUNCTION_INFO_V1(zk_unlock_shared);
 PG_FUNCTION_INFO_V1(zk_unlock_all);
 PG_FUNCTION_INFO_V1(zk_locks_info);
+PG_FUNCTION_INFO_V1(zk_lock_path);
+PG_FUNCTION_INFO_V1(zk_lock_queue_raw);
+PG_FUNCTION_INFO_V1(zk_session);
 
 /* The lock name argument, checked: non-empty, within the byte limit. */
 static char *
@@ -221,4 +224,67 @@ zk_locks_info(PG_FUNCTION_ARGS)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/* The znode path of a lock's directory, for other clients. */
+Datum
+zk_lock_path(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(zkl_lockset_dir(api_name(fcinfo))));
+}
+
+/* Every contender of a lock, from ZooKeeper; zk_lock_queue() parses it. */
+Datum
+zk_lock_queue_raw(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *dir = zkl_lockset_dir(api_name(fcinfo));
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	zkl_session_connect();
+	foreach(lc, zkl_recipe_queue(dir))
+	{
+		ZklQueueRow *row = lfirst(lc);
+		Datum		values[6];
+		bool		nulls[6] = {0};
+
+		values[0] = Int32GetDatum(row->position);
+		values[1] = CStringGetTextDatum(row->shared ? "shared" : "exclusive");
+		values[2] = BoolGetDatum(row->holds);
+		values[3] = CStringGetTextDatum(row->node);
+		values[4] = Int64GetDatum(row->token);
+		values[5] = CStringGetTextDatum(row->data);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/* This backend's ZooKeeper session; never opens one. */
+Datum
+zk_session(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	ZklSessionInfo info;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	zkl_session_info(&info);
+	values[0] = CStringGetTextDatum(info.state);
+	if (info.session_id != 0)
+		values[1] = CStringGetTextDatum(psprintf("0x%llx",
+												 (unsigned long long) info.session_id));
+	else
+		nulls[1] = true;
+	if (info.server)
+		values[2] = CStringGetTextDatum(info.server);
+	else
+		nulls[2] = true;
+	values[3] = Int32GetDatum(info.timeout_ms);
+	nulls[3] = info.timeout_ms == 0;
+	values[4] = Int32GetDatum(zkl_lockset_count());
+	values[5] = Int64GetDatum((int64) info.watch_events);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

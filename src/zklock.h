@@ -24,11 +24,20 @@ typedef enum ZklLossAction
 	ZKL_LOSS_TERMINATE			/* end the backend */
 } ZklLossAction;
 
+typedef enum ZklNodeNaming
+{
+	ZKL_NAMING_MUTEX,			/* Curator InterProcessMutex: -lock- */
+	ZKL_NAMING_READWRITE		/* Curator InterProcessReadWriteLock: -__WRIT__ */
+} ZklNodeNaming;
+
 extern char *zkl_hosts;
 extern char *zkl_root;
 extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_on_lock_loss;
+extern char *zkl_auth;
+extern int	zkl_node_naming;
+extern const char *zkl_guc_exclusive_infix(void);
 extern void zkl_guc_define(void);
 
 /* session.c */
@@ -43,6 +52,16 @@ typedef enum ZklLockHealth
 
 /* One asynchronous ZooKeeper request; filled in by a ZooKeeper thread. */
 typedef struct ZklOp ZklOp;
+
+/* What zk_session() shows. */
+typedef struct ZklSessionInfo
+{
+	const char *state;
+	int64		session_id;
+	char	   *server;
+	int			timeout_ms;
+	uint64		watch_events;
+} ZklSessionInfo;
 
 extern void zkl_session_connect(void);
 extern uint64 zkl_session_epoch(void);
@@ -66,12 +85,28 @@ extern void zkl_session_delete(const char *path);
 extern void zkl_session_hold(const char *path);
 extern void zkl_session_release(const char *path);
 extern ZklOp *zkl_session_stat(const char *path);
+extern ZklOp *zkl_session_get(const char *path);
+extern const char *zkl_session_op_data(ZklOp *op, int64 *czxid);
+extern void zkl_session_info(ZklSessionInfo *info);
 extern bool zkl_session_op_owned(ZklOp *op, int64 *czxid);
 extern ZklLockHealth zkl_session_settle(uint64 epoch, TimestampTz deadline);
 extern void zkl_session_raise(int rc, const char *what, const char *path)
 			pg_attribute_noreturn();
 
 /* recipe.c */
+
+/* A row of zk_lock_queue(). */
+typedef struct ZklQueueRow
+{
+	int			position;
+	bool		shared;
+	bool		holds;
+	char	   *node;
+	int64		token;
+	char	   *data;
+} ZklQueueRow;
+
+extern List *zkl_recipe_queue(const char *dir);
 extern bool zkl_recipe_acquire(const char *dir, bool shared,
 							   const char *data, TimestampTz deadline,
 							   char **node, int64 *token);
@@ -96,5 +131,7 @@ extern bool zkl_lockset_acquire(const char *name, bool shared, bool xact,
 extern bool zkl_lockset_release(const char *name, bool shared);
 extern void zkl_lockset_release_all(void);
 extern List *zkl_lockset_rows(void);
+extern char *zkl_lockset_dir(const char *name);
+extern int	zkl_lockset_count(void);
 
 #endif							/* ZKLOCK_H */

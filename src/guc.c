@@ -22,6 +22,7 @@ int			zkl_session_timeout = 30000;
 int			zkl_connect_timeout = 10000;
 int			zkl_on_lock_loss = ZKL_LOSS_ERROR;
 char	   *zkl_auth = NULL;
+bool		zkl_preloaded = false;
 int			zkl_node_naming = ZKL_NAMING_MUTEX;
 
 static const struct config_enum_entry guc_naming_options[] = {

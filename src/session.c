@@ -734,6 +734,18 @@ session_open(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("zklock.auth must have the form user:password")));
+
+	/*
+	 * In a backend that has not loaded zklock, zklock.auth from the
+	 * configuration file is a placeholder any role can SHOW.  Only
+	 * preloading hides it everywhere, so credentials demand it.
+	 */
+	if (zkl_auth != NULL && zkl_auth[0] != '\0' && !zkl_preloaded)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zklock.auth requires zklock in shared_preload_libraries"),
+				 errdetail("Without it, other roles can read the credentials in backends that have not loaded zklock."),
+				 errhint("Add zklock to shared_preload_libraries and restart the server.")));
 	session_init_waiting();
 	if (!zkl_exit_registered)
 	{
@@ -1302,7 +1314,11 @@ zkl_session_raise(int rc, const char *what, const char *path)
 	else if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING)
 		code = ERRCODE_CONNECTION_EXCEPTION;
 	else if (rc == ZNOAUTH || rc == ZAUTHFAILED)
-		code = ERRCODE_INSUFFICIENT_PRIVILEGE;
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("ZooKeeper denied the %s request for \"%s\"", what, path),
+				 errdetail_internal("%s", zerror(rc)),
+				 errhint("The node belongs to another ZooKeeper identity: check zklock.auth and zklock.root.")));
 	else
 		code = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;
 	ereport(ERROR,

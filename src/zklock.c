@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 
 #include "zklock.h"
 
@@ -22,5 +23,6 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	zkl_preloaded = process_shared_preload_libraries_in_progress;
 	zkl_guc_define();
 }

@@ -36,6 +36,7 @@ extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_on_lock_loss;
 extern char *zkl_auth;
+extern bool zkl_preloaded;
 extern int	zkl_node_naming;
 extern const char *zkl_guc_exclusive_infix(void);
 extern void zkl_guc_define(void);

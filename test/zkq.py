@@ -5,13 +5,17 @@
                              (nothing when PATH does not exist)
   zkq.py HOSTS get PATH      the data of PATH
   zkq.py HOSTS tree PATH     every node below PATH, one path per line
+  zkq.py HOSTS delete PATH   delete PATH; prints "deleted" or the error's
+                             class name (NoAuthError, NoNodeError, ...)
+
+An optional first argument --auth USER:PASSWORD authenticates with digest.
 
 Runs under Debian's /usr/bin/python3, where python3-kazoo is installed.
 """
 import sys
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import KazooException, NoNodeError
 
 
 def walk(zk, path, out):
@@ -26,11 +30,15 @@ def walk(zk, path, out):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[2] not in ("ls", "get", "tree"):
+    auth = []
+    if len(argv) > 2 and argv[1] == "--auth":
+        auth = [("digest", argv[2])]
+        argv = argv[:1] + argv[3:]
+    if len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete"):
         sys.stderr.write(__doc__)
         return 2
     hosts, cmd, path = argv[1], argv[2], argv[3]
-    zk = KazooClient(hosts=hosts, timeout=10.0)
+    zk = KazooClient(hosts=hosts, timeout=10.0, auth_data=auth)
     zk.start(timeout=15)
     try:
         if cmd == "ls":
@@ -39,6 +47,12 @@ def main(argv):
                     print(kid)
             except NoNodeError:
                 pass
+        elif cmd == "delete":
+            try:
+                zk.delete(path)
+                print("deleted")
+            except KazooException as e:
+                print(type(e).__name__)
         elif cmd == "get":
             data, _ = zk.get(path)
             print((data or b"").decode("utf-8", "replace"))

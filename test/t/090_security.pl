@@ -1,0 +1,98 @@
+# Copyright (c) zklock contributors
+#
+# zklock.auth: sessions authenticate with digest credentials and lock nodes
+# carry an ACL, so that no other ZooKeeper identity can delete or alter
+# them while everyone can still read the fleet view; a wrong password gives
+# a clear error at once, not a hang; the credentials are never shown to
+# non-superusers nor written to the server log.
+
+use strict;
+use warnings;
+
+use File::Basename qw(dirname);
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use ZkEnsemble;
+use ZklockTest;
+
+my $zk = ZkEnsemble->new(servers => 1);
+my $node = zk_cluster('secure', $zk, preload => 1,
+	conf => [ "zklock.auth = 'zklock:s3cret-pw'", "zklock.root = '/secure'" ]);
+my $zkq = "$FindBin::Bin/../zkq.py";
+
+sub zkq
+{
+	my (@args) = @_;
+	my $out = `/usr/bin/python3 $zkq @args`;
+	chomp $out;
+	return $out;
+}
+
+my $a = waiter($node);
+my $tok = $a->query_safe("SELECT zk_lock('vault')");
+my $path = $a->query_safe("SELECT node FROM zk_locks WHERE name = 'vault'");
+like($path, qr{^/secure/vault/_c_}, 'lock node under the configured root');
+my $hosts = $zk->connect_string;
+
+is(zkq($hosts, 'delete', "'$path'"), 'NoAuthError', 'an unauthenticated client cannot delete the node');
+is(zkq('--auth', 'mallory:guess', $hosts, 'delete', "'$path'"), 'NoAuthError',
+	'another digest identity cannot delete it');
+is(zkq($hosts, 'delete', '/secure/vault'), 'NoAuthError', 'nor remove the lock directory');
+is(zk_count($zk, '/secure/vault'), 1, 'the node is still there');
+like(zkq($hosts, 'get', "'$path'"), qr/"cluster_name":"secure"/, 'but everyone can read who holds it');
+is($node->safe_psql('postgres',
+	"SET zklock.auth = ''; SELECT count(*) FROM zk_lock_queue('vault') WHERE holds"),
+	'1', 'a backend without credentials sees the queue');
+
+# A wrong password: a different identity, denied at once with a clear error.
+my ($ret, $stdout, $stderr);
+my $t0 = time;
+$ret = $node->psql('postgres',
+	"SET zklock.auth = 'zklock:wrong'; SELECT zk_lock('vault', '30s')",
+	stdout => \$stdout, stderr => \$stderr, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+ok($ret != 0, 'a wrong password fails');
+like($stderr, qr/ERROR:  42501: ZooKeeper denied the create request for "\/secure\/vault/,
+	'with SQLSTATE 42501 naming the request');
+like($stderr, qr/HINT:  .*zklock\.auth/, 'and a hint naming zklock.auth');
+ok(time - $t0 < 15, 'at once, not after the 30 s lock timeout');
+$node->psql('postgres', "SET zklock.auth = 'zklock:wrong'; SELECT zk_lock('fresh-name')",
+	stderr => \$stderr);
+like($stderr, qr/ZooKeeper denied the create request for "\/secure\/fresh-name"/,
+	'nor can it create new lock directories under the root');
+
+# The same credentials from another backend can contend normally.
+is($node->safe_psql('postgres', "SELECT zk_try_lock('vault')"), 'f',
+	'an authenticated backend is excluded as usual');
+$a->query_safe("SELECT zk_unlock('vault')");
+ok($node->safe_psql('postgres', "SELECT zk_lock('vault', '10s')") > $tok,
+	'and takes the lock once released');
+
+# Never shown to non-superusers, never logged.
+$node->safe_psql('postgres', 'CREATE ROLE zk_reader');
+$node->psql('postgres', 'SET ROLE zk_reader; SHOW zklock.auth', stderr => \$stderr);
+like($stderr, qr/must be superuser/, 'SHOW zklock.auth is refused to other roles');
+is($node->safe_psql('postgres',
+	"SET ROLE zk_reader; SELECT count(*) FROM pg_settings WHERE name = 'zklock.auth'"),
+	'0', 'pg_settings hides it from them');
+is($node->safe_psql('postgres',
+	"SET ROLE zk_reader; SELECT count(*) FROM pg_settings WHERE setting LIKE '%' || 's3' || 'cret%'"),
+	'0', 'nor does any other setting show the password');
+$a->quit;
+unlike(slurp_file($node->logfile), qr/s3cret/, 'the password never reaches the server log');
+
+# Credentials without preloading are refused: in a backend that has not
+# loaded zklock, a configured zklock.auth is a placeholder anyone can SHOW.
+my $loose = zk_cluster('loose', $zk, conf => ["zklock.auth = 'zklock:s3cret-pw'"]);
+$loose->psql('postgres', "SELECT zk_lock('x')", stderr => \$stderr);
+like($stderr, qr/zklock.auth requires zklock in shared_preload_libraries/,
+	'zklock.auth without preloading is refused');
+unlike($stderr, qr/s3cret/, 'without echoing the credentials');
+$loose->stop('fast');
+
+$node->stop('fast');
+$zk->stop;
+done_testing();

@@ -4,6 +4,10 @@
  *
  *   zk_floor cycle    HOSTS WARM N OUT       create EPHEMERAL_SEQUENTIAL + delete,
  *                                            one session, each reply awaited
+ *   zk_floor async    HOSTS WARM N OUT       as cycle, but the delete is sent
+ *                                            without waiting for its reply (as
+ *                                            zklock's unlock does); the next
+ *                                            create waits for both replies
  *   zk_floor read     HOSTS WARM N OUT       one get_children round trip
  *   zk_floor handoff  HOSTS CLIENTS SECS OUT the lock recipe at its leanest
  *                                            (create and listing sent back to
@@ -479,8 +483,29 @@ run_multi(int clients, double secs, const char *out, int handoff)
 	return 0;
 }
 
+/* create, then the delete sent without waiting: replies come in order */
 static int
-run_single(int read_mode, int warm, int n, const char *out)
+create_async_delete(Client *c, const char *prefix)
+{
+	pthread_mutex_lock(&c->mu);
+	c->pending++;				/* plus the previous delete, if any */
+	pthread_mutex_unlock(&c->mu);
+	if (zoo_acreate(c->zh, prefix, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+					ZOO_EPHEMERAL_SEQUENTIAL, create_done, c) != ZOK)
+		return -1;
+	if (!await_replies(c) || c->create_rc != ZOK || c->del_rc != ZOK)
+		return -1;
+	pthread_mutex_lock(&c->mu);
+	c->pending++;
+	pthread_mutex_unlock(&c->mu);
+	if (zoo_adelete(c->zh, c->created, -1, delete_done, c) != ZOK)
+		return -1;
+	return 0;
+}
+
+/* mode: 0 create + delete, 1 get_children, 2 create + unawaited delete */
+static int
+run_single(int mode, int warm, int n, const char *out)
 {
 	Client		c = {0};
 	char		prefix[300];
@@ -499,14 +524,15 @@ run_single(int read_mode, int warm, int n, const char *out)
 		if (i == warm)
 			t_all = now_s();
 		t0 = now_s();
-		if (read_mode)
+		if (mode == 1)
 		{
 			expect(&c, 1);
 			if (zoo_aget_children(c.zh, c.parent, 0, list_done, &c) != ZOK ||
 				!await_replies(&c) || c.list_rc != ZOK)
 				die("get_children failed");
 		}
-		else if (create_delete(&c, prefix) != 0)
+		else if ((mode == 2 ? create_async_delete(&c, prefix) :
+				  create_delete(&c, prefix)) != 0)
 			die("create/delete cycle failed (create %s, delete %s)",
 				zerror(c.create_rc), zerror(c.del_rc));
 		if (i >= warm)
@@ -515,6 +541,8 @@ run_single(int read_mode, int warm, int n, const char *out)
 			c.cycles++;
 		}
 	}
+	if (!await_replies(&c) || c.del_rc != ZOK)
+		die("last delete failed");
 	write_results(out, &c, 1, now_s() - t_all, NULL);
 	zookeeper_close(c.zh);
 	return 0;
@@ -526,15 +554,17 @@ main(int argc, char **argv)
 	if (argc != 6)
 	{
 		fprintf(stderr,
-				"usage: zk_floor cycle|read HOSTS WARM N OUT\n"
+				"usage: zk_floor cycle|async|read HOSTS WARM N OUT\n"
 				"       zk_floor handoff|distinct HOSTS CLIENTS SECONDS OUT\n");
 		return 2;
 	}
 	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
 	g_hosts = argv[2];
-	if (strcmp(argv[1], "cycle") == 0 || strcmp(argv[1], "read") == 0)
-		return run_single(strcmp(argv[1], "read") == 0, atoi(argv[3]),
-						  atoi(argv[4]), argv[5]);
+	if (strcmp(argv[1], "cycle") == 0 || strcmp(argv[1], "read") == 0 ||
+		strcmp(argv[1], "async") == 0)
+		return run_single(strcmp(argv[1], "read") == 0 ? 1 :
+						  strcmp(argv[1], "async") == 0 ? 2 : 0,
+						  atoi(argv[3]), atoi(argv[4]), argv[5]);
 	if (strcmp(argv[1], "handoff") == 0 || strcmp(argv[1], "distinct") == 0)
 		return run_multi(atoi(argv[3]), atof(argv[4]), argv[5],
 						 strcmp(argv[1], "handoff") == 0);

@@ -233,18 +233,23 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 				void *ctx)
 {
 	bool		reconnected = false;
+	const clientid_t *id = NULL;
+	int			timeout = 0;
 
 	(void) path;
 	(void) ctx;
 	if (type != ZOO_SESSION_EVENT)
 		return;
+	if (state == ZOO_CONNECTED_STATE)
+	{
+		id = zoo_client_id(zh);
+		timeout = zoo_recv_timeout(zh);
+	}
 	pthread_mutex_lock(&zkl_shared.mu);
 	if (zkl_shared.zh == zh)
 	{
 		if (state == ZOO_CONNECTED_STATE)
 		{
-			const clientid_t *id = zoo_client_id(zh);
-
 			/*
 			 * Back after the locks were declared lost (or could have been):
 			 * the ensemble revived the session, but another contender may
@@ -258,7 +263,7 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 				for (ZklHeld *h = zkl_shared.held; h; h = h->next)
 					session_queue_cleanup(false, h->path, NULL);
 			zkl_shared.ever_connected = true;
-			zkl_shared.timeout_ms = zoo_recv_timeout(zh);
+			zkl_shared.timeout_ms = timeout;
 			zkl_shared.session_id = id ? id->client_id : 0;
 			reconnected = true;
 		}
@@ -389,12 +394,17 @@ session_cleanup_listed(int rc, const struct String_vector *strings,
 
 		for (int i = 0; i < strings->count; i++)
 		{
-			char		path[1024];
+			size_t		len;
+			char	   *path;
 
 			if (strncmp(strings->data[i], c->prefix, plen) != 0)
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", c->path, strings->data[i]);
+			len = strlen(c->path) + strlen(strings->data[i]) + 2;
+			if ((path = malloc(len)) == NULL)
+				continue;		/* the node goes with the session */
+			snprintf(path, len, "%s/%s", c->path, strings->data[i]);
 			session_queue_cleanup(false, path, NULL);
+			free(path);
 		}
 	}
 	if (session_cleanup_finished(rc))

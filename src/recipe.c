@@ -62,7 +62,7 @@ typedef struct ZklRecipe
 	char	   *prefix;			/* "_c_<uuid>-" of the current create */
 	ZklOp	   *create;
 	ZklOp	   *list;
-	char	   *watched;		/* path of the node we wait for */
+	char	   *watched;		/* node we wait for (and may watch) */
 	uint64		since;			/* watch count when the watch was set */
 } ZklRecipe;
 
@@ -209,9 +209,16 @@ recipe_decide(ZklRecipe *r)
 						r->node),
 				 errdetail("The ZooKeeper session may have expired.")));
 
+	/*
+	 * The node watched so far stays in r->watched until here, so that
+	 * giving up while listing removes its watch.  A new blocker means the
+	 * old one is gone, and its watch with it.
+	 */
 	blocker = zkl_names_blocker(kids, nkids, self);
-	if (blocker >= 0)
-		r->watched = psprintf("%s/%s", r->dir, kids[blocker].name);
+	if (r->watched)
+		pfree(r->watched);
+	r->watched = blocker >= 0 ?
+		psprintf("%s/%s", r->dir, kids[blocker].name) : NULL;
 	pfree(kids);
 	zkl_session_op_free(r->list);
 	r->list = NULL;
@@ -379,9 +386,6 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 					state = recipe_list(&r);
 					break;
 				case RS_DECIDE:
-					if (r.watched)
-						pfree(r.watched);
-					r.watched = NULL;
 					state = recipe_decide(&r);
 					break;
 				case RS_WATCH:

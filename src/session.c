@@ -21,9 +21,9 @@
  * timeouts, SIGINT for cancel, SIGURG for latches) must reach the main
  * thread only.
  *
- * Clean-up.  Nodes to delete (released locks, given-up waiters) and lock
- * directories to search for a node whose create reply was lost go onto a
- * queue.  Requests for it are sent at once and again after each
+ * Clean-up.  Nodes to delete (released locks, given-up waiters), watches
+ * to remove, and lock directories to search for a node whose create reply
+ * was lost go onto a queue.  Requests for it are sent at once and again after each
  * reconnect, from whichever thread notices, until the server answers;
  * zkl_session_delete therefore never blocks and never raises, which the
  * transaction callbacks need.
@@ -94,11 +94,18 @@ typedef struct ZklHeld
 	char	   *path;
 } ZklHeld;
 
+typedef enum ZklCleanupKind
+{
+	ZKL_CLEAN_DELETE,			/* delete path */
+	ZKL_CLEAN_SWEEP,			/* list path, delete children with prefix */
+	ZKL_CLEAN_UNWATCH			/* remove our data watch on path */
+} ZklCleanupKind;
+
 typedef struct ZklCleanup
 {
 	struct ZklCleanup *next;
 	bool		in_flight;
-	bool		sweep;			/* list path, delete children with prefix */
+	ZklCleanupKind kind;
 	char	   *path;
 	char	   *prefix;
 } ZklCleanup;
@@ -138,7 +145,7 @@ static char zkl_own_prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
 static bool zkl_exit_registered = false;
 
 static void session_issue_cleanups(void);
-static bool session_queue_cleanup(bool sweep, const char *path,
+static bool session_queue_cleanup(ZklCleanupKind kind, const char *path,
 								  const char *prefix);
 
 static int64_t
@@ -261,7 +268,7 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 				zkl_shared.lost = true;
 			if (zkl_shared.lost)
 				for (ZklHeld *h = zkl_shared.held; h; h = h->next)
-					session_queue_cleanup(false, h->path, NULL);
+					session_queue_cleanup(ZKL_CLEAN_DELETE, h->path, NULL);
 			zkl_shared.ever_connected = true;
 			zkl_shared.timeout_ms = timeout;
 			zkl_shared.session_id = id ? id->client_id : 0;
@@ -320,13 +327,13 @@ session_free_op(ZklOp *op)
  * memory; the node then goes with the session.
  */
 static bool
-session_queue_cleanup(bool sweep, const char *path, const char *prefix)
+session_queue_cleanup(ZklCleanupKind kind, const char *path, const char *prefix)
 {
 	ZklCleanup *c = calloc(1, sizeof(ZklCleanup));
 
 	if (c == NULL)
 		return false;
-	c->sweep = sweep;
+	c->kind = kind;
 	c->path = strdup(path);
 	c->prefix = prefix ? strdup(prefix) : NULL;
 	if (c->path == NULL || (prefix && c->prefix == NULL))
@@ -359,7 +366,8 @@ session_drop_cleanup(ZklCleanup *c)
 /*
  * A clean-up request's answer: done unless the connection was lost, in
  * which case it goes again after the reconnect.  Expiry and close remove
- * the session's nodes anyway.
+ * the session's nodes and watches anyway; ZNOWATCHER means the watch fired
+ * or was never set.
  */
 static bool
 session_cleanup_finished(int rc)
@@ -403,7 +411,7 @@ session_cleanup_listed(int rc, const struct String_vector *strings,
 			if ((path = malloc(len)) == NULL)
 				continue;		/* the node goes with the session */
 			snprintf(path, len, "%s/%s", c->path, strings->data[i]);
-			session_queue_cleanup(false, path, NULL);
+			session_queue_cleanup(ZKL_CLEAN_DELETE, path, NULL);
 			free(path);
 		}
 	}
@@ -442,11 +450,21 @@ session_issue_cleanups(void)
 		c->in_flight = true;
 		pthread_mutex_unlock(&zkl_shared.mu);
 
-		if (c->sweep)
+		if (c->kind == ZKL_CLEAN_SWEEP)
 			rc = zoo_aget_children(zh, c->path, 0, session_cleanup_listed, c);
+		else if (c->kind == ZKL_CLEAN_UNWATCH)
+			rc = zoo_aremove_all_watches(zh, c->path, ZWATCHTYPE_DATA, 0,
+										 (void_completion_t *) session_cleanup_deleted, c);
 		else
 			rc = zoo_adelete(zh, c->path, -1, session_cleanup_deleted, c);
-		if (rc != ZOK)
+		if (rc == ZNOWATCHER || rc == ZBADARGUMENTS || rc == ZINVALIDSTATE)
+		{
+			/* Nothing to do: the watch fired, or the session is gone. */
+			pthread_mutex_lock(&zkl_shared.mu);
+			session_drop_cleanup(c);
+			pthread_mutex_unlock(&zkl_shared.mu);
+		}
+		else if (rc != ZOK)
 		{
 			/* Not sent: leave it for the next reconnect. */
 			pthread_mutex_lock(&zkl_shared.mu);
@@ -468,9 +486,9 @@ session_cleanup_unclaimed(ZklOp *op)
 	if (op->kind != ZKL_OP_CREATE || op->claimed || op->sweep_dir == NULL)
 		return false;
 	if (op->rc == ZOK)
-		return session_queue_cleanup(false, op->path, NULL);
+		return session_queue_cleanup(ZKL_CLEAN_DELETE, op->path, NULL);
 	if (!session_cleanup_finished(op->rc))
-		return session_queue_cleanup(true, op->sweep_dir, op->sweep_prefix);
+		return session_queue_cleanup(ZKL_CLEAN_SWEEP, op->sweep_dir, op->sweep_prefix);
 	return false;
 }
 
@@ -1010,20 +1028,25 @@ zkl_session_watch(const char *path)
 }
 
 /*
- * Remove our data watch on path; the answer does not matter.  On the
- * server, not locally: a local removal crashes the 3.8.0 client.  The
- * library declares the completion as void_completion_t * but stores and
- * calls it as a plain void_completion_t, hence the cast.
+ * Remove our data watch on path, retried after a reconnect like a delete.
+ * In the 3.8.0 client, removing one watcher only checks on the server and
+ * drops it locally: the server keeps the watch until it fires.  Removing
+ * all data watches of the path (only the recipe sets them, one wait at a
+ * time) sends RemoveWatches; a local removal crashes.  The library declares
+ * the completion as void_completion_t * but stores and calls it as a plain
+ * void_completion_t, hence the cast where it is sent.
  */
 void
 zkl_session_unwatch(const char *path)
 {
-	zhandle_t  *zh = zkl_shared.zh;
+	bool		queued;
 
-	if (zh != NULL)
-		(void) zoo_aremove_watches(zh, path, ZWATCHTYPE_DATA,
-								   session_data_watcher, NULL, 0,
-								   (void_completion_t *) session_ignore, NULL);
+	pthread_mutex_lock(&zkl_shared.mu);
+	queued = zkl_shared.zh != NULL &&
+		session_queue_cleanup(ZKL_CLEAN_UNWATCH, path, NULL);
+	pthread_mutex_unlock(&zkl_shared.mu);
+	if (queued)
+		session_issue_cleanups();
 }
 
 static bool
@@ -1306,7 +1329,7 @@ zkl_session_delete(const char *path)
 	bool		queued;
 
 	pthread_mutex_lock(&zkl_shared.mu);
-	queued = zkl_shared.zh != NULL && session_queue_cleanup(false, path, NULL);
+	queued = zkl_shared.zh != NULL && session_queue_cleanup(ZKL_CLEAN_DELETE, path, NULL);
 	pthread_mutex_unlock(&zkl_shared.mu);
 	if (queued)
 		session_issue_cleanups();

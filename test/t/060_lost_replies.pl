@@ -81,9 +81,13 @@ $node->safe_psql('postgres', "SELECT pg_cancel_backend($wpid)");
 ($out, $err) = finish_wait($w);
 like($err, qr/canceling statement due to user request/, 'the cut-off waiter is cancelled at once');
 is(zk_count($zk, '/zklock/unreach'), 3, 'its node stays while ZooKeeper is unreachable');
+my ($h2node) = $h2->query_safe("SELECT node FROM zk_locks WHERE name = 'unreach'");
 $proxy->mode('pass');
 ok(poll_until(sub { zk_count($zk, '/zklock/unreach') == 2 }, 30),
 	'its node is deleted once the connection is back, while the backend is idle');
+ok(poll_until(sub { ($zk->watches_by_path->{$h2node} // 0) == 1 }, 30),
+	'and its watch is removed: only the next waiter watches the holder')
+  or diag(explain $zk->watches_by_path);
 $h2->query_safe("SELECT zk_unlock('unreach')");
 ok(poll_until(sub { !is_waiting($node, $vpid) }, 30), 'the next waiter gets the lock');
 ($out, $err) = finish_wait($v);

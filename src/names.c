@@ -219,11 +219,18 @@ zkl_names_seq_cmp(int32_t a, int32_t b)
 static int
 names_child_cmp(const void *a, const void *b)
 {
-	return zkl_names_seq_cmp(((const ZklChild *) a)->seq,
-							 ((const ZklChild *) b)->seq);
+	const ZklChild *ca = (const ZklChild *) a;
+	const ZklChild *cb = (const ZklChild *) b;
+	int			c = zkl_names_seq_cmp(ca->seq, cb->seq);
+
+	return c != 0 ? c : strcmp(ca->name, cb->name);
 }
 
-/* Sort children into queue order. */
+/*
+ * Sort children into queue order.  Equal sequence numbers (ZooKeeper 3.8.0
+ * stops counting at INT32_MAX instead of wrapping) are ordered by name, so
+ * that every zklock backend agrees whatever order a server lists them in.
+ */
 void
 zkl_names_sort(ZklChild *children, int n)
 {

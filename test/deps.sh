@@ -3,12 +3,14 @@
 #   build:  postgresql-server-dev-15 (PGXS, pg_config), libzookeeper-mt-dev
 #   run:    zookeeper (server jars; not zookeeperd, which starts a service)
 #   test:   libipc-run-perl (TAP), python3-kazoo (tree inspection, peers),
+#           Curator's jars and a JDK (javac) for the interop peers,
 #           netcat-openbsd (four-letter words by hand)
 set -eu
 
 PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
 libzookeeper-mt-dev zookeeper libipc-run-perl python3-kazoo netcat-openbsd \
-default-jre-headless make gcc"
+libcurator-recipes-java libcurator-framework-java libcurator-client-java \
+default-jdk-headless make gcc"
 
 missing=""
 for p in $PACKAGES; do

@@ -101,6 +101,10 @@ test_order(void)
 	zkl_names_sort(c, 4);
 	check(c[0].name[0] == 'b' && c[1].name[0] == 'c' && c[2].name[0] == 'd' &&
 		  c[3].name[0] == 'a', "sort keeps order across the wrap");
+	zkl_names_parse_child("z-lock-2147483647", NULL, &c[0]);
+	zkl_names_parse_child("y-lock-2147483647", NULL, &c[1]);
+	zkl_names_sort(c, 2);
+	check(c[0].name[0] == 'y', "equal sequence numbers are ordered by name");
 }
 
 static void

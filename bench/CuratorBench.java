@@ -109,9 +109,10 @@ public class CuratorBench {
             cs[i] = client(hosts);
             ms[i] = new InterProcessMutex(cs[i], ROOT + (handoff ? "/h" : "/d" + i));
             ss[i] = new Samples();
-            // warm-up on a private lock: JIT, lock directories
+            // warm-up on a private lock: JIT (about 250 cycles in all),
+            // lock directories
             InterProcessMutex w = new InterProcessMutex(cs[i], ROOT + "/warm" + i);
-            for (int k = 0; k < 30; k++) {
+            for (int k = 0; k < Math.max(8, 250 / clients); k++) {
                 acquire(w);
                 w.release();
             }

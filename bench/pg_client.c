@@ -54,6 +54,11 @@ typedef struct Client
 				t_commit;		/* summed step times, seconds */
 	double		finish;
 	char		err[512];
+	int			steps;			/* cycle mode: keep per-step samples */
+	Samples		s_lock,
+				s_unlock,
+				s_begin,
+				s_commit;
 } Client;
 
 static const char *g_conninfo;
@@ -200,6 +205,12 @@ cycle(Client *c, double *acquire)
 		if (simple(c, "COMMIT") != 0)
 			return -1;
 		c->t_commit += now_s() - t2;
+		if (c->steps)
+		{
+			add_sample(&c->s_begin, t1 - t0);
+			add_sample(&c->s_lock, t2 - t1);
+			add_sample(&c->s_commit, now_s() - t2);
+		}
 		return 0;
 	}
 	if (prepared(c, "L") != 0)
@@ -210,7 +221,30 @@ cycle(Client *c, double *acquire)
 	if (prepared(c, "U") != 0)
 		return -1;
 	c->t_unlock += now_s() - t1;
+	if (c->steps)
+	{
+		add_sample(&c->s_lock, t1 - t0);
+		add_sample(&c->s_unlock, now_s() - t1);
+	}
 	return 0;
+}
+
+static int
+cmp_long(const void *a, const void *b)
+{
+	long		x = *(const long *) a,
+				y = *(const long *) b;
+
+	return x < y ? -1 : x > y;
+}
+
+static long
+median(Samples *s)
+{
+	if (s->n == 0)
+		return 0;
+	qsort(s->v, s->n, sizeof(long), cmp_long);
+	return s->v[(s->n - 1) / 2];
 }
 
 static void
@@ -278,6 +312,7 @@ run_cycle(int warm, int n, const char *out)
 		if (i == warm)
 		{
 			c.t_lock = c.t_unlock = c.t_begin = c.t_commit = 0;
+			c.steps = 1;
 			t_all = now_s();
 		}
 		t0 = now_s();
@@ -290,6 +325,18 @@ run_cycle(int warm, int n, const char *out)
 		}
 	}
 	write_results(out, &c, 1, now_s() - t_all);
+	{
+		char		path[1024];
+		FILE	   *f;
+
+		snprintf(path, sizeof(path), "%s.sum", out);
+		if (!(f = fopen(path, "a")))
+			die("cannot write %s", path);
+		fprintf(f, "p50_lock_us=%ld\np50_unlock_us=%ld\np50_begin_us=%ld\n"
+				"p50_commit_us=%ld\n", median(&c.s_lock), median(&c.s_unlock),
+				median(&c.s_begin), median(&c.s_commit));
+		fclose(f);
+	}
 	PQfinish(c.conn);
 	return 0;
 }
@@ -544,7 +591,9 @@ typedef struct ProcMem
 				anon,
 				file,
 				shmem,
-				threads;
+				threads,
+				pss,
+				priv;			/* Private_Clean + Private_Dirty (USS) */
 } ProcMem;
 
 static ProcMem
@@ -553,7 +602,9 @@ proc_mem(int pid)
 	char		path[64],
 				line[256];
 	FILE	   *f;
-	ProcMem		m = {-1, -1, -1, -1, -1};
+	ProcMem		m = {-1, -1, -1, -1, -1, -1, -1};
+	long		pc = 0,
+				pd = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	if (!(f = fopen(path, "r")))
@@ -567,6 +618,18 @@ proc_mem(int pid)
 		sscanf(line, "Threads: %ld", &m.threads);
 	}
 	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
+	if ((f = fopen(path, "r")) != NULL)
+	{
+		while (fgets(line, sizeof(line), f))
+		{
+			sscanf(line, "Pss: %ld", &m.pss);
+			sscanf(line, "Private_Clean: %ld", &pc);
+			sscanf(line, "Private_Dirty: %ld", &pd);
+		}
+		fclose(f);
+		m.priv = pc + pd;
+	}
 	return m;
 }
 
@@ -595,9 +658,10 @@ mem_one(FILE *f, const char *tag, int i, const char *lock_sql,
 	PQclear(r);
 	usleep(200 * 1000);			/* let the ZooKeeper threads settle */
 	b = proc_mem(pid);
-	fprintf(f, "%s%d=pid:%d rss:%ld:%ld anon:%ld:%ld file:%ld:%ld shmem:%ld:%ld threads:%ld:%ld\n",
+	fprintf(f, "%s%d=pid:%d rss:%ld:%ld anon:%ld:%ld file:%ld:%ld shmem:%ld:%ld "
+			"pss:%ld:%ld private:%ld:%ld threads:%ld:%ld\n",
 			tag, i, pid, a.rss, b.rss, a.anon, b.anon, a.file, b.file,
-			a.shmem, b.shmem, a.threads, b.threads);
+			a.shmem, b.shmem, a.pss, b.pss, a.priv, b.priv, a.threads, b.threads);
 	PQfinish(conn);
 }
 

@@ -70,7 +70,7 @@ class Result:
         for r in range(1, ROUNDS + 1):
             base = os.path.join(R, "%s.%s.r%d" % (fig, who, r))
             s = kv(base + ".sum")
-            if not s:
+            if not s or os.path.exists(base + ".fail"):
                 self.fails.append(read_text(base + ".fail") or "no result")
                 continue
             self.sums.append(s)
@@ -107,6 +107,7 @@ class Result:
 
 LABEL = {
     "floor": "floor       C client, create+delete",
+    "floor-async": "floor-async C client, delete not awaited",
     "floor-read": "floor-read  C client, one get_children",
     "zklock": "zklock      zk_lock + zk_unlock",
     "zklock-xact": "zklock-xact BEGIN; zk_xact_lock; COMMIT",
@@ -120,7 +121,7 @@ PEERS = ["floor", "zklock", "zklock-xact", "curator", "kazoo", "pg-advisory"]
 
 res = {}
 for fig in ("cycle", "handoff", "distinct"):
-    for who in PEERS + (["floor-read"] if fig == "cycle" else []):
+    for who in PEERS + (["floor-async", "floor-read"] if fig == "cycle" else []):
         res[fig, who] = Result(fig, who)
 
 
@@ -156,18 +157,18 @@ emit()
 
 # ---------------------------------------------------------------- table
 W1 = 44
-emit("%-*s %12s %8s %8s %9s  %s" % (W1, "figure / contender", "value", "p50 ms", "p99 ms",
-                                     "vs floor", "per round"))
-emit("-" * 104)
+emit("%-*s %13s %8s %8s %9s  %s" % (W1, "figure / contender", "value", "p50 ms", "p99 ms",
+                                     "vs floor", "per round / detail"))
+emit("-" * 105)
 
 
 def row(label, value, p50, p99, vsfloor, rounds):
-    emit("%-*s %12s %8s %8s %9s  %s" % (W1, "  " + label, value, p50, p99, vsfloor, rounds))
+    emit("%-*s %13s %8s %8s %9s  %s" % (W1, "  " + label, value, p50, p99, vsfloor, rounds))
 
 
 def figure_rows(fig, labels, latency_main):
     floor = res[fig, "floor"]
-    for who in (PEERS[:1] + (["floor-read"] if fig == "cycle" else []) + PEERS[1:]):
+    for who in (PEERS[:1] + (["floor-async", "floor-read"] if fig == "cycle" else []) + PEERS[1:]):
         r = res[fig, who]
         if not r.ok:
             row(labels[who], "FAILED", "-", "-", "-", "; ".join(r.fails)[:60])
@@ -203,7 +204,7 @@ emit("4. herd: %s waiters on one lock, then %s hand-offs (each waiter releases a
      % (meta.get("herd"), meta.get("herd")))
 emit("   (value = watches fired per release, from mntr zk_sum_node_*_watch_count over all"
      " servers; wchs = watches while queued)")
-HERD_LABEL = {"zklock": "zklock      %s backends, one session each",
+HERD_LABEL = {"zklock": "zklock      %s backends, 1 session each",
               "curator": "curator     1 client, %s threads",
               "kazoo": "kazoo       1 client, %s threads"}
 for who in ("zklock", "curator", "kazoo"):
@@ -231,13 +232,16 @@ for who in ("zklock", "curator", "kazoo"):
            float(s.get("connect_seconds", "nan"))))
 
 # memory
-emit("5. memory: VmRSS of a backend after SELECT 1, then after zk_try_lock('m') + zk_unlock('m')"
-     " (%s backends each)" % meta.get("mem_backends"))
-emit("   (value = mean VmRSS added; per round column: RssAnon added, threads before -> after)")
+emit("5. memory: a backend after SELECT 1, then after zk_try_lock('m') + zk_unlock('m')"
+     " (%s backends each, means)" % meta.get("mem_backends"))
+emit("   (value = VmRSS added; then what it is made of: RssAnon, RssFile, RssShmem, and USS ="
+     " Private_Clean+Private_Dirty)")
 mem = {}
+mem_anon = {}
 idle_threads = []
+MEM_KEYS = ("rss", "anon", "file", "shmem", "private", "threads")
 for c, label in (("zk", "zklock      loaded on first call"),
-                 ("central", "zklock      preloaded (shared_preload_libraries)")):
+                 ("central", "zklock      preloaded")):
     s = kv(os.path.join(R, "mem.%s.sum" % c))
     if not s:
         row(label, "FAILED", "-", "-", "-", read_text(os.path.join(R, "mem.%s.fail" % c))[:60])
@@ -248,23 +252,26 @@ for c, label in (("zk", "zklock      loaded on first call"),
             if not k.startswith(tag) or not k[len(tag):].isdigit():
                 continue
             f = dict(x.split(":", 1) for x in v.split())
-            rec = {name: tuple(int(y) for y in f[name].split(":"))
-                   for name in ("rss", "anon", "threads")}
-            recs.append(rec)
-            idle_threads.append(rec["threads"][0])
+            recs.append({name: tuple(int(y) for y in f[name].split(":"))
+                         for name in MEM_KEYS if name in f})
         if not recs:
             continue
-        d_rss = sum(r["rss"][1] - r["rss"][0] for r in recs) / len(recs)
-        d_anon = sum(r["anon"][1] - r["anon"][0] for r in recs) / len(recs)
+        idle_threads.extend(r["threads"][0] for r in recs)
+
+        def delta(name):
+            return sum(r[name][1] - r[name][0] for r in recs) / len(recs)
+
         th = sorted(set("%d -> %d" % r["threads"] for r in recs))
-        mem[c, tag] = d_rss
+        detail = "anon %+.0f, file %+.0f, shmem %+.0f, USS %+.0f kB; threads %s" % (
+            delta("anon"), delta("file"), delta("shmem"), delta("private"), ", ".join(th))
         if tag == "zk":
-            row(label, "+%.0f kB" % d_rss, "-", "-", "-",
-                "RssAnon +%.0f kB; threads %s" % (d_anon, ", ".join(th)))
+            mem[c] = delta("rss")
+            mem_anon[c] = delta("anon")
+            row(label, "%+.0f kB" % delta("rss"), "-", "-", "-", detail)
         elif c == "zk":
-            row("control     pg_try_advisory_lock + unlock", "+%.0f kB" % d_rss, "-", "-", "-",
-                "RssAnon +%.0f kB; threads %s" % (d_anon, ", ".join(th)))
-emit("-" * 104)
+            row("control     pg_try_advisory_lock + unlock", "%+.0f kB" % delta("rss"),
+                "-", "-", "-", detail)
+emit("-" * 105)
 if idle_threads:
     emit("backends that never called zk_* (after SELECT 1, %d measured, both clusters):"
          " threads = %s" % (len(idle_threads), ", ".join(str(x) for x in sorted(set(idle_threads)))))
@@ -294,20 +301,27 @@ for fig, n, lat in (("cycle", "1 uncontended", True), ("handoff", "2 hand-off", 
 c_zk, c_x, c_adv, c_read, c_floor = (res["cycle", w] for w in
                                      ("zklock", "zklock-xact", "pg-advisory", "floor-read", "floor"))
 emit()
-emit("where the uncontended time goes (means per cycle, from the clients):")
+emit("where the uncontended time goes (p50 of each statement, from the client, mean over rounds):")
 if c_zk.ok:
-    emit("  zklock:      zk_lock %.2f ms + zk_unlock %.2f ms (zk_lock = pipelined create+list"
-         " round trip; zk_unlock sends the delete without waiting)"
-         % (c_zk.mean_of("mean_lock_us") / 1000, c_zk.mean_of("mean_unlock_us") / 1000))
+    emit("  zklock:      zk_lock %.2f ms + zk_unlock %.2f ms (zk_lock: create and listing sent"
+         " back to back; zk_unlock: delete sent, not awaited)"
+         % (c_zk.mean_of("p50_lock_us") / 1000, c_zk.mean_of("p50_unlock_us") / 1000))
 if c_x.ok:
-    emit("  zklock-xact: BEGIN %.2f ms + zk_xact_lock %.2f ms + COMMIT %.2f ms (3 SQL round trips)"
-         % (c_x.mean_of("mean_begin_us") / 1000, c_x.mean_of("mean_lock_us") / 1000,
-            c_x.mean_of("mean_commit_us") / 1000))
+    emit("  zklock-xact: BEGIN %.2f ms + zk_xact_lock %.2f ms + COMMIT %.2f ms (3 SQL round trips;"
+         " COMMIT sends the delete)"
+         % (c_x.mean_of("p50_begin_us") / 1000, c_x.mean_of("p50_lock_us") / 1000,
+            c_x.mean_of("p50_commit_us") / 1000))
 if c_adv.ok:
     emit("  SQL round trip on loopback: about %.3f ms (half a pg_advisory lock+unlock cycle p50);"
          " one ZooKeeper read: %s ms p50" % (c_adv.p50 / 2, ms(c_read.p50) if c_read.ok else "-"))
+c_fa = res["cycle", "floor-async"]
 if c_floor.ok:
-    emit("  floor cycle p50 %s ms = two forced-sync writes (create, delete), each awaited" % ms(c_floor.p50))
+    emit("  floor cycle p50 %s ms: two forced-sync writes (create, delete), each awaited" % ms(c_floor.p50))
+if c_fa.ok:
+    emit("  floor-async p50 %s ms: the delete rides in the next create's round trip, as with zklock's"
+         " unlock; zklock/floor-async %s, zklock-xact/floor-async %s"
+         % (ms(c_fa.p50), ratio(c_zk.p50, c_fa.p50) if c_zk.ok else "-",
+            ratio(c_x.p50, c_fa.p50) if c_x.ok else "-"))
 
 # ---------------------------------------------------------------- targets
 emit()
@@ -353,22 +367,23 @@ for me in ("zklock", "zklock-xact"):
                % (meta.get("distinct_clients"), tag, a.rate, f.rate, 100 * a.rate / f.rate))
     else:
         target(False, "distinct-lock throughput%s: no result" % tag)
-if ("zk", "zk") in mem:
-    worst = max(v for (c, t), v in mem.items() if t == "zk")
-    target(worst < 2048 and idle_threads and max(idle_threads) == 1,
-           "< 2 MB RSS per connected backend, no threads without zk_*: +%.0f kB (first-call load),"
-           " +%s kB (preloaded); idle backends' threads: %s"
-           % (mem["zk", "zk"], "%.0f" % mem["central", "zk"] if ("central", "zk") in mem else "-",
-              ",".join(str(x) for x in sorted(set(idle_threads)))))
-else:
-    target(False, "< 2 MB RSS per connected backend: memory measurement FAILED")
+idle_ok = bool(idle_threads) and max(idle_threads) == 1
+for c, what in (("zk", "zklock loaded on first call"), ("central", "zklock preloaded")):
+    if c in mem:
+        target(mem[c] < 2048 and idle_ok,
+               "< 2 MB RSS per connected backend (%s): VmRSS %+.0f kB, of it private anon %+.0f kB;"
+               " backends without zk_* have %s thread(s)"
+               % (what, mem[c], mem_anon[c], ",".join(str(x) for x in sorted(set(idle_threads)))))
+    else:
+        target(False, "< 2 MB RSS per connected backend (%s): measurement FAILED" % what)
 
-failed = [(f, w) for (f, w), r in res.items() if not r.ok]
+failed = [(f, w) for (f, w), r in res.items() if r.fails]
 if failed:
     emit()
-    emit("failed runs:")
+    emit("failed runs (a row with fewer rounds uses the rounds that succeeded):")
     for f, w in failed:
-        emit("  %s %s: %s" % (f, w, "; ".join(res[f, w].fails)[:200]))
+        emit("  %s %s: %d of %d rounds failed: %s" % (
+            f, w, len(res[f, w].fails), ROUNDS, "; ".join(res[f, w].fails)[:200]))
 
 text = "\n".join(lines) + "\n"
 sys.stdout.write(text)

@@ -67,8 +67,17 @@ PG_PIDS=""
 cleanup() {
 	status=$?
 	trap - EXIT INT TERM HUP
+	# contenders run under timeout, which passes TERM on to the contender's
+	# process group and follows up with KILL after 5 s: give it that time
 	for p in $BG_PIDS; do
-		kill -TERM "$p" 2>/dev/null && sleep 1 && kill -KILL "$p" 2>/dev/null
+		if kill -TERM "$p" 2>/dev/null; then
+			i=0
+			while kill -0 "$p" 2>/dev/null && [ $i -lt 80 ]; do
+				sleep 0.1
+				i=$((i + 1))
+			done
+			kill -KILL "$p" 2>/dev/null
+		fi
 		wait "$p" 2>/dev/null
 	done
 	if [ -n "$W" ]; then
@@ -192,7 +201,7 @@ CI_CENTRAL="host=127.0.0.1 port=$CENTRAL_PORT user=postgres dbname=postgres"
 	echo "os=$(. /etc/os-release && echo "$PRETTY_NAME")"
 	echo "pg=$("$bindir/postgres" --version)"
 	echo "zk=$($PY "$B/zkstat.py" "$HOSTS" version | sed 's/-.*//')"
-	echo "curator=$(basename "$(readlink -f $JAVA_DIR/curator-recipes.jar)" .jar | sed 's/curator-recipes-//')"
+	echo "curator=$(dpkg-query -W -f='${Version}' libcurator-recipes-java | sed 's/-[^-]*$//')"
 	echo "kazoo=$($PY -c 'from kazoo.version import __version__ as v; print(v)' 2>/dev/null)"
 	echo "java=$(java -version 2>&1 | head -1)"
 	echo "python=$($PY --version 2>&1)"
@@ -218,6 +227,7 @@ run_one() {
 	esac
 	case $fig.$who in
 	cycle.floor) set -- "$W/bin/zk_floor" cycle "$HOSTS" $WARM "$CYCLES" "$out" ;;
+	cycle.floor-async) set -- "$W/bin/zk_floor" async "$HOSTS" $WARM "$CYCLES" "$out" ;;
 	cycle.floor-read) set -- "$W/bin/zk_floor" read "$HOSTS" $WARM "$CYCLES" "$out" ;;
 	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CI_ZK" zklock $WARM "$CYCLES" "$out" ;;
 	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CI_ZK" zkxact $WARM "$CYCLES" "$out" ;;
@@ -239,10 +249,17 @@ run_one() {
 		echo "kazoo not importable under $PY" >"$out.fail"
 		return
 	fi
-	if timeout -k 5 "$limit" "$@" >"$out.log" 2>&1 && [ -s "$out.sum" ]; then
+	# In the background, so that a signal to this script runs the trap at
+	# once; timeout signals the contender's whole process group.
+	timeout -k 5 "$limit" "$@" >"$out.log" 2>&1 &
+	cur=$!
+	BG_PIDS="$BG_PIDS $cur"
+	wait $cur
+	rc=$?
+	BG_PIDS=$(echo "$BG_PIDS" | sed "s/ $cur\b//")
+	if [ $rc = 0 ] && [ -s "$out.sum" ]; then
 		say "  $fig $who ok"
 	else
-		rc=$?
 		{ [ $rc = 124 ] && echo "timed out after ${limit}s"; grep -v '^\s*at ' "$out.log" | tail -3; } |
 			tr '\n' ' ' | cut -c1-200 >"$out.fail"
 		rm -f "$out.sum"
@@ -274,7 +291,10 @@ while [ $r -le "$ROUNDS" ]; do
 	say "round $r/$ROUNDS: $order"
 	for who in $order; do
 		run_one cycle "$who" r$r
-		[ "$who" = floor ] && run_one cycle floor-read r$r
+		if [ "$who" = floor ]; then
+			run_one cycle floor-async r$r
+			run_one cycle floor-read r$r
+		fi
 	done
 	N_CLIENTS=$HANDOFF_CLIENTS
 	for who in $order; do run_one handoff "$who" r$r; done

@@ -55,6 +55,7 @@ for t in test/t/*.pl; do
 	out=$(as_user env PATH="$PATH" PG_REGRESS="$PG_REGRESS" \
 		prove -v -I "$pgxs/../test/perl" -I test/perl "$t" 2>&1)
 	echo "$out" | grep -vE '^(# |ok )' | head -n 100
+	echo "$out" | grep -E '^# checker:'
 	ok=$(echo "$out" | grep -cE '^ok [0-9]')
 	nok=$(echo "$out" | grep -cE '^not ok [0-9]')
 	echo "$t: $ok ok, $nok not ok"

@@ -146,18 +146,23 @@ recipe_make_dirs(ZklRecipe *r)
 										 0, NULL, NULL);
 	ops[nops++] = zkl_session_create(r->dir, NULL, ZOO_CONTAINER, NULL, NULL);
 
-	for (int i = 0; i < nops; i++)
+	/* Every op is freed, also when an error or a cancel ends the wait. */
+	PG_TRY();
 	{
-		int			rc = recipe_answer(ops[i]);
-
-		zkl_session_op_free(ops[i]);
-		if (rc != ZOK && rc != ZNODEEXISTS)
+		for (int i = 0; i < nops; i++)
 		{
-			for (int j = i + 1; j < nops; j++)
-				zkl_session_op_free(ops[j]);
-			zkl_session_raise(rc, "create", r->dir);
+			int			rc = recipe_answer(ops[i]);
+
+			if (rc != ZOK && rc != ZNODEEXISTS)
+				zkl_session_raise(rc, "create", r->dir);
 		}
 	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < nops; i++)
+			zkl_session_op_free(ops[i]);
+	}
+	PG_END_TRY();
 	return RS_ENQUEUE;
 }
 

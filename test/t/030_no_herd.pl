@@ -49,7 +49,7 @@ is($zk->total_watches, $WAITERS, 'one watch per waiter in the whole ensemble');
 
 # Release one holder at a time: exactly the next waiter gets the lock.
 $holder->query_safe("SELECT zk_unlock('herd')");
-my ($woken_ok, $fifo_ok, $watch_ok) = (0, 0, 0);
+my ($woken_ok, $fifo_ok, $watch_ok, $one_wake) = (0, 0, 0, 0);
 my $prev_token = 0;
 for my $i (0 .. $WAITERS - 1)
 {
@@ -57,6 +57,8 @@ for my $i (0 .. $WAITERS - 1)
 	my $got = poll_until(sub { !is_waiting($node, $pid[$i]) }, 60);
 	my ($out, $err) = finish_wait($w[$i]);
 	$fifo_ok++ if $got && $err eq '' && $out > $prev_token;
+	# This waiter was woken exactly once: by its predecessor's release.
+	$one_wake++ if $w[$i]->query_safe('SELECT notifications FROM zk_session()') eq '1';
 	$prev_token = $out;
 	$woken_ok++ if count_waiting($node) == $remaining;
 	$watch_ok++ if poll_until(sub { $zk->total_watches == $remaining }, 10);
@@ -64,6 +66,7 @@ for my $i (0 .. $WAITERS - 1)
 }
 is($fifo_ok, $WAITERS, 'every waiter got the lock in arrival order, tokens increasing');
 is($woken_ok, $WAITERS, 'each release let exactly one waiter through');
+is($one_wake, $WAITERS, 'every waiter received exactly one watch notification');
 is($watch_ok, $WAITERS, 'each release fired exactly one watch');
 ok(poll_until(sub { zk_count($zk, '/zklock/herd') == 0 }, 30), 'queue is empty at the end');
 

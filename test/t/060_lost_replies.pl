@@ -93,6 +93,12 @@ ok(poll_until(sub { !is_waiting($node, $vpid) }, 30), 'the next waiter gets the 
 ($out, $err) = finish_wait($v);
 ok($out > 0 && $err eq '', 'with a token');
 
+# The client library's complaints about the cut went to the server log,
+# from the main thread, and never to the client.
+like(slurp_file($node->logfile), qr/LOG:  zookeeper client: .*ZOO_(ERROR|WARN)@/,
+	'client library messages reach the server log');
+unlike($err . $w->{stderr}, qr/zookeeper client/, 'and not the client');
+
 $proxy->stop;
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);
 done_testing();

@@ -12,7 +12,9 @@ EXTVERSION = 1.0
 
 MODULE_big = zklock
 OBJS = src/guc.o src/lockset.o src/names.o src/recipe.o src/session.o \
-	src/sql_api.o src/zklock.o
+	src/session_cleanup.o src/session_lease.o src/session_log.o \
+	src/session_request.o src/session_wait.o src/sql_api.o src/zklock.o
+
 DATA = zklock--1.0.sql
 PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 

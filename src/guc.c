@@ -14,7 +14,8 @@
 
 #include "utils/guc.h"
 
-#include "zklock.h"
+#include "guc.h"
+#include "names.h"
 
 char	   *zkl_hosts = NULL;
 char	   *zkl_root = NULL;
@@ -149,4 +150,11 @@ zkl_guc_exclusive_infix(void)
 {
 	return zkl_node_naming == ZKL_NAMING_READWRITE ?
 		ZKL_WRITE_INFIX : ZKL_EXCLUSIVE_INFIX;
+}
+
+/* Whether new sessions authenticate (zklock.auth is set). */
+bool
+zkl_use_auth(void)
+{
+	return zkl_auth != NULL && zkl_auth[0] != '\0';
 }

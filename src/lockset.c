@@ -14,8 +14,14 @@
  * The end-of-transaction callbacks must not block or raise: releases are
  * asynchronous deletes (session.c retries them).  They run only at
  * XACT_EVENT_COMMIT / ABORT, never at PRE_COMMIT, so another cluster can
- * not take the lock before this transaction's commit is visible.  A lock
- * whose session was lost stops the commit at PRE_COMMIT instead.
+ * not take the lock before this transaction's commit is visible.  At
+ * PRE_COMMIT and PRE_PREPARE every lock held in either scope must be
+ * proven: inside the session's lease that costs nothing, after it one
+ * bounded round trip, and a lock that is lost (or cannot be proven before
+ * the ensemble may have expired its session) refuses the commit.
+ *
+ * Nothing is allocated between a successful recipe and recording the
+ * lock: an error there would leave a node nobody releases.
  *
  *-------------------------------------------------------------------------
  */
@@ -35,7 +41,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zklock.h"
+#include "guc.h"
+#include "lockset.h"
 
 typedef struct ZklLockKey
 {
@@ -122,14 +129,15 @@ lockset_forget_if_unheld(ZklLock *lock)
 	if (lock->session_holds > 0 || lockset_xact_holds(lock) > 0)
 		return;
 	/* A node of an earlier session went with it. */
-	if (lock->epoch == zkl_session_epoch())
-		zkl_session_release(lock->node);
+	if (lock->epoch == zkl_recipe_epoch())
+		zkl_recipe_release(lock->node);
 	pfree(lock->node);
 	if (lock->xact)
 		pfree(lock->xact);
 	hash_search(zkl_locks, &lock->key, HASH_REMOVE, NULL);
 }
 
+/* Add a transaction hold; lockset_reserve_xact_hold made room for it. */
 static void
 lockset_add_xact_hold(ZklLock *lock)
 {
@@ -140,14 +148,7 @@ lockset_add_xact_hold(ZklLock *lock)
 		lock->xact[lock->nxact - 1].count++;
 		return;
 	}
-	if (lock->nxact == lock->maxxact)
-	{
-		lock->maxxact = Max(4, lock->maxxact * 2);
-		lock->xact = lock->xact
-			? repalloc(lock->xact, sizeof(ZklXactHold) * lock->maxxact)
-			: MemoryContextAlloc(zkl_lock_cxt,
-								 sizeof(ZklXactHold) * lock->maxxact);
-	}
+	Assert(lock->nxact < lock->maxxact);
 	lock->xact[lock->nxact].subid = subid;
 	lock->xact[lock->nxact].count = 1;
 	lock->nxact++;
@@ -182,6 +183,18 @@ lockset_owner_json(void)
 	return buf.data;
 }
 
+/* The detail of every message about a lost lock. */
+static int
+lockset_lost_detail(void)
+{
+	int64		unheard = zkl_recipe_unheard_ms();
+
+	if (unheard < 0)
+		return errdetail("The ZooKeeper session that held it is gone; another client may have taken it.");
+	return errdetail("The ensemble last confirmed this backend's ZooKeeper session " INT64_FORMAT " ms ago; it may have expired the session or deleted the node, and another client may have taken the lock.",
+					 unheard);
+}
+
 static void
 lockset_raise_lost(ZklLock *lock)
 {
@@ -189,15 +202,73 @@ lockset_raise_lost(ZklLock *lock)
 			(errcode(ERRCODE_CONNECTION_EXCEPTION),
 			 errmsg("ZooKeeper lock \"%s\" (%s) was lost",
 					lock->key.name, lockset_mode(lock)),
-			 errdetail("The ZooKeeper session that held it expired."),
+			 lockset_lost_detail(),
 			 errhint("Release it with zk_unlock or zk_unlock_all before taking it again.")));
+}
+
+static void
+lockset_warn_lost(ZklLock *lock)
+{
+	ereport(WARNING,
+			(errcode(ERRCODE_WARNING),
+			 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
+					lock->key.name, lockset_mode(lock)),
+			 lockset_lost_detail()));
+}
+
+/* Room for one more transaction hold, so that adding it cannot fail. */
+static void
+lockset_reserve_xact_hold(ZklLock *lock)
+{
+	if (lock->nxact < lock->maxxact)
+		return;
+	lock->maxxact = Max(4, lock->maxxact * 2);
+	lock->xact = lock->xact
+		? repalloc(lock->xact, sizeof(ZklXactHold) * lock->maxxact)
+		: MemoryContextAlloc(zkl_lock_cxt, sizeof(ZklXactHold) * lock->maxxact);
+}
+
+/*
+ * Enter a new lock with everything it needs allocated, then run the
+ * recipe; the entry goes again if the recipe fails or times out.  Returns
+ * the entry, or NULL on timeout.
+ */
+static ZklLock *
+lockset_enter(ZklLockKey *key, const char *dir, bool shared,
+			  TimestampTz deadline, char **node, int64 *token)
+{
+	ZklLock    *lock = hash_search(zkl_locks, key, HASH_ENTER, NULL);
+	volatile ZklAcquire got = ZKL_TIMED_OUT;
+
+	memset(((char *) lock) + sizeof(ZklLockKey), 0,
+		   sizeof(ZklLock) - sizeof(ZklLockKey));
+	PG_TRY();
+	{
+		lock->node = MemoryContextAllocZero(zkl_lock_cxt, strlen(dir) + 128);
+		lockset_reserve_xact_hold(lock);
+		got = zkl_recipe_acquire(dir, shared, lockset_owner_json(), deadline,
+								 node, token);
+	}
+	PG_FINALLY();
+	{
+		if (got != ZKL_ACQUIRED)
+		{
+			if (lock->node)
+				pfree(lock->node);
+			if (lock->xact)
+				pfree(lock->xact);
+			hash_search(zkl_locks, key, HASH_REMOVE, NULL);
+		}
+	}
+	PG_END_TRY();
+	return got == ZKL_ACQUIRED ? lock : NULL;
 }
 
 /*
  * Take one hold of (name, mode) in the given scope.  A lock already held
- * in either scope only gains a hold and keeps its node and token; otherwise
- * the recipe runs.  timeout_ms < 0 waits for ever.  Returns false when the
- * timeout passed first.
+ * in either scope only gains a hold and keeps its node and token, once the
+ * lease vouches for it; otherwise the recipe runs.  timeout_ms < 0 waits
+ * for ever.  Returns false when the timeout passed first.
  */
 bool
 zkl_lockset_acquire(const char *name, bool shared, bool xact,
@@ -205,9 +276,8 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 {
 	ZklLockKey	key;
 	ZklLock    *lock;
-	bool		found;
 	char	   *dir;
-	char	   *node;
+	char	   *node = NULL;
 	TimestampTz deadline = 0;
 
 	lockset_init();
@@ -216,7 +286,9 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 	lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
 	if (lock != NULL)
 	{
-		if (zkl_session_health(lock->epoch) == ZKL_HEALTH_LOST)
+		if (xact)
+			lockset_reserve_xact_hold(lock);
+		if (zkl_recipe_prove(lock->epoch, lock->node) != ZKL_HEALTH_HELD)
 			lockset_raise_lost(lock);
 		if (xact)
 			lockset_add_xact_hold(lock);
@@ -229,33 +301,16 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
-	zkl_session_connect();
+	zkl_recipe_connect();
 	dir = zkl_lockset_dir(name);
-	if (!zkl_recipe_acquire(dir, shared, lockset_owner_json(), deadline,
-							&node, token))
+
+	lock = lockset_enter(&key, dir, shared, deadline, &node, token);
+	if (lock == NULL)
 		return false;
-
-	/* Out of memory here must not leave the node behind. */
-	PG_TRY();
-	{
-		char	   *copy = MemoryContextStrdup(zkl_lock_cxt, node);
-
-		zkl_session_hold(node);
-		lock = hash_search(zkl_locks, &key, HASH_ENTER, &found);
-		lock->node = copy;
-	}
-	PG_CATCH();
-	{
-		zkl_session_release(node);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	strlcpy(lock->node, node, strlen(dir) + 128);
 	lock->token = *token;
 	lock->acquired_at = GetCurrentTimestamp();
-	lock->epoch = zkl_session_epoch();
-	lock->session_holds = 0;
-	lock->nxact = lock->maxxact = 0;
-	lock->xact = NULL;
+	lock->epoch = zkl_recipe_epoch();
 	if (xact)
 		lockset_add_xact_hold(lock);
 	else
@@ -284,13 +339,9 @@ zkl_lockset_release(const char *name, bool shared)
 						name, shared ? "shared" : "exclusive")));
 		return false;
 	}
-	if (zkl_session_health(lock->epoch) == ZKL_HEALTH_LOST)
+	if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
 	{
-		ereport(WARNING,
-				(errcode(ERRCODE_WARNING),
-				 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
-						name, lockset_mode(lock)),
-				 errdetail("The ZooKeeper session that held it expired; another client may have taken it.")));
+		lockset_warn_lost(lock);
 		lock->session_holds = 0;
 		lockset_forget_if_unheld(lock);
 		return false;
@@ -314,12 +365,8 @@ zkl_lockset_release_all(void)
 	{
 		if (lock->session_holds == 0)
 			continue;
-		if (zkl_session_health(lock->epoch) == ZKL_HEALTH_LOST)
-			ereport(WARNING,
-					(errcode(ERRCODE_WARNING),
-					 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
-							lock->key.name, lockset_mode(lock)),
-					 errdetail("The ZooKeeper session that held it expired; another client may have taken it.")));
+		if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
+			lockset_warn_lost(lock);
 		lock->session_holds = 0;
 		lockset_forget_if_unheld(lock);
 	}
@@ -337,7 +384,7 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 	row->node = pstrdup(lock->node);
 	row->token = lock->token;
 	row->acquired_at = lock->acquired_at;
-	row->health = zkl_session_health(lock->epoch);
+	row->health = zkl_recipe_health(lock->epoch, lock->node);
 	*rows = lappend(*rows, row);
 }
 
@@ -351,11 +398,20 @@ zkl_lockset_dir(const char *name)
 	return psprintf("%s/%s", zkl_root, escaped);
 }
 
-/* Number of (name, mode) locks this backend holds. */
-int
-zkl_lockset_count(void)
+/* Every contender of a lock, fleet-wide, from ZooKeeper. */
+List *
+zkl_lockset_queue(const char *name)
 {
-	return zkl_locks ? (int) hash_get_num_entries(zkl_locks) : 0;
+	zkl_recipe_connect();
+	return zkl_recipe_queue(zkl_lockset_dir(name));
+}
+
+/* This backend's session, and how many (name, mode) locks it holds. */
+void
+zkl_lockset_session(ZklSessionInfo *info, int *locks)
+{
+	zkl_recipe_session_info(info);
+	*locks = zkl_locks ? (int) hash_get_num_entries(zkl_locks) : 0;
 }
 
 /* Rows of the zk_locks view: one per (name, mode, scope) held. */
@@ -382,11 +438,11 @@ zkl_lockset_rows(void)
 }
 
 /*
- * Act on lost locks.  Before commit (at_commit): wait for locks in doubt to
- * settle, then refuse to commit while any lock is lost, since a lost lock
- * may have protected this transaction's work; with zklock.on_lock_loss =
- * terminate, end the backend instead.  Before a new lock request, only the
- * terminate action applies.
+ * Act on lost locks.  Before commit or prepare (at_commit): prove every
+ * lock the lease no longer vouches for, then refuse while any lock is
+ * lost, since a lost lock may have protected this transaction's work; with
+ * zklock.on_lock_loss = terminate, end the backend instead.  Before a new
+ * lock request, only the terminate action applies.
  */
 static void
 lockset_check_losses(bool at_commit)
@@ -399,10 +455,10 @@ lockset_check_losses(bool at_commit)
 	hash_seq_init(&it, zkl_locks);
 	while ((lock = hash_seq_search(&it)) != NULL)
 	{
-		ZklLockHealth h = zkl_session_health(lock->epoch);
+		ZklLockHealth h = at_commit ?
+		zkl_recipe_prove(lock->epoch, lock->node) :
+		zkl_recipe_health(lock->epoch, lock->node);
 
-		if (h == ZKL_HEALTH_IN_DOUBT && at_commit)
-			h = zkl_session_settle(lock->epoch, 0);
 		if (h != ZKL_HEALTH_LOST)
 			continue;
 		hash_seq_term(&it);
@@ -413,7 +469,7 @@ lockset_check_losses(bool at_commit)
 						lock->key.name, lockset_mode(lock)) :
 				 errmsg("cannot commit while ZooKeeper lock \"%s\" (%s) is lost",
 						lock->key.name, lockset_mode(lock)),
-				 errdetail("The ZooKeeper session that held it expired; another client may have taken it."),
+				 lockset_lost_detail(),
 				 errhint("Release it with zk_unlock or zk_unlock_all.")));
 	}
 }
@@ -436,6 +492,8 @@ lockset_refuse_prepare(void)
 				 errdetail("Lock \"%s\" is held by a ZooKeeper session, which cannot be handed to a prepared transaction.",
 						   lock->key.name)));
 	}
+	/* A prepared transaction commits later: the same rule as a commit. */
+	lockset_check_losses(true);
 }
 
 /* End every transaction hold; for commit and abort.  Never raises. */

@@ -59,56 +59,6 @@ zkl_names_escape(const char *name, size_t len, char *out)
 	return o;
 }
 
-static int
-names_hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/*
- * Reverse zkl_names_escape.  Returns the decoded length, or -1 when the
- * input is not something zkl_names_escape could have produced (so a
- * directory made by another client is never shown under a wrong name).
- */
-int
-zkl_names_unescape(const char *in, char *out, size_t outsize)
-{
-	size_t		o = 0;
-
-	for (size_t i = 0; in[i] != '\0'; i++)
-	{
-		unsigned char c;
-
-		if (o + 1 >= outsize)
-			return -1;
-		if (in[i] == '%')
-		{
-			int			hi = names_hexval(in[i + 1]);
-			int			lo = hi < 0 ? -1 : names_hexval(in[i + 2]);
-
-			if (lo < 0)
-				return -1;
-			c = (unsigned char) (hi << 4 | lo);
-			if (names_is_plain(c))
-				return -1;
-			i += 2;
-		}
-		else if (names_is_plain((unsigned char) in[i]))
-			c = (unsigned char) in[i];
-		else
-			return -1;
-		out[o++] = (char) c;
-	}
-	out[o] = '\0';
-	return (int) o;
-}
-
 static bool
 names_ends_with(const char *s, size_t len, const char *suffix)
 {
@@ -200,6 +150,7 @@ zkl_names_parse_child(const char *child, const char *own_prefix, ZklChild *out)
 		names_ends_with(child, plen, "__rlock__");
 	out->ours = own_prefix != NULL &&
 		strncmp(child, own_prefix, strlen(own_prefix)) == 0;
+	out->czxid = 0;
 	return true;
 }
 
@@ -223,18 +174,31 @@ names_child_cmp(const void *a, const void *b)
 	const ZklChild *cb = (const ZklChild *) b;
 	int			c = zkl_names_seq_cmp(ca->seq, cb->seq);
 
-	return c != 0 ? c : strcmp(ca->name, cb->name);
+	if (c != 0)
+		return c;
+	return (ca->czxid > cb->czxid) - (ca->czxid < cb->czxid);
 }
 
 /*
- * Sort children into queue order.  Equal sequence numbers (ZooKeeper 3.8.0
- * stops counting at INT32_MAX instead of wrapping) are ordered by name, so
- * that every zklock backend agrees whatever order a server lists them in.
+ * Sort children into queue order: by sequence number, and equal sequence
+ * numbers by creation (czxid).  ZooKeeper 3.8.0 stops counting at INT32_MAX
+ * instead of wrapping and hands that suffix out again; the rest of a name
+ * is a random uuid, so ordering ties by name would let a newcomer sort
+ * ahead of the holder.  The caller fills in czxid of tied children (see
+ * zkl_names_tied) and sorts again.
  */
 void
 zkl_names_sort(ZklChild *children, int n)
 {
 	qsort(children, (size_t) n, sizeof(ZklChild), names_child_cmp);
+}
+
+/* Whether sorted[i] shares its sequence number with a neighbour. */
+bool
+zkl_names_tied(const ZklChild *sorted, int n, int i)
+{
+	return (i > 0 && sorted[i - 1].seq == sorted[i].seq) ||
+		(i + 1 < n && sorted[i + 1].seq == sorted[i].seq);
 }
 
 /*

@@ -44,14 +44,15 @@ typedef struct ZklChild
 	int32_t		seq;			/* sequence suffix, may be negative */
 	bool		shared;			/* a reader node (__READ__, __rlock__) */
 	bool		ours;			/* created by this backend's session */
+	int64_t		czxid;			/* creation order; 0 until known */
 } ZklChild;
 
 extern size_t zkl_names_escape(const char *name, size_t len, char *out);
-extern int	zkl_names_unescape(const char *in, char *out, size_t outsize);
 extern bool zkl_names_parse_child(const char *child, const char *own_prefix,
 								  ZklChild *out);
 extern int	zkl_names_seq_cmp(int32_t a, int32_t b);
 extern void zkl_names_sort(ZklChild *children, int n);
+extern bool zkl_names_tied(const ZklChild *sorted, int n, int i);
 extern void zkl_names_format_uuid(const unsigned char session_bytes[10],
 								  uint32_t counter, char out[ZKL_UUID_LEN + 1]);
 extern int	zkl_names_blocker(const ZklChild *sorted, int n, int self);

@@ -7,33 +7,38 @@
  * One node per contender, EPHEMERAL_SEQUENTIAL, named with Curator's
  * protection prefix "_c_<uuid>-" so that a node whose create reply was lost
  * can be found again.  The create and the directory listing are sent back
- * to back: ZooKeeper runs one session's requests in order, so the listing
- * already holds the new node and an uncontended acquire costs one round
- * trip.  A waiter watches only the node that blocks it (names.c decides
- * which), so one release wakes one waiter.
+ * to back (with the directory's ACL when the session has credentials):
+ * ZooKeeper runs one session's requests in order, so the listing already
+ * holds the new node and an uncontended acquire costs one round trip.  A
+ * waiter watches only the node that blocks it (names.c decides which), so
+ * one release wakes one waiter.
  *
- * Every way out but success gives up cleanly: the node is deleted and the
- * watch removed before the error propagates, or the node would block
- * everyone queued after it.  Deletes are asynchronous and retried by
- * session.c, so giving up never waits and never raises.
+ * Every request under way belongs to the ZklRecipe, so that every way out
+ * but success gives up cleanly: the requests are let go (session.c cleans
+ * up after a create or a watch that is answered later), the node is
+ * deleted and the watch removed before the error propagates, or the node
+ * would block everyone queued after it.  Giving up never waits and never
+ * raises.
  *
- * Knows nothing of SQL types; the lock directory and node data come from
- * lockset.c.
+ * Knows nothing of SQL types nor of ZooKeeper's codes: the lock directory
+ * and node data come from lockset.c, answers come as ZklRc from session.c.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include <string.h>
-#include <zookeeper/zookeeper.h>
 
-#include "lib/stringinfo.h"
 #include "utils/timestamp.h"
 
-#include "zklock.h"
+#include "guc.h"
+#include "recipe.h"
 
 /* Bound on re-creating a lock directory that the server keeps removing. */
 #define ZKL_DIR_ATTEMPTS 5
+
+/* Deepest lock directory the recipe creates parents for. */
+#define ZKL_DIR_MAX_DEPTH 64
 
 typedef enum ZklRecipeState
 {
@@ -60,25 +65,59 @@ typedef struct ZklRecipe
 	int			dir_attempts;
 	uint64		epoch;			/* the session the recipe started in */
 	char	   *prefix;			/* "_c_<uuid>-" of the current create */
+	/* requests under way: all let go on every way out */
 	ZklOp	   *create;
 	ZklOp	   *list;
+	ZklOp	   *acl;
+	ZklOp	   *watch;
+	ZklOp	   *stat;
+	ZklOp	  **stats;			/* czxid of tied children */
+	int			nstats;
 	char	   *watched;		/* node we wait for (and may watch) */
-	uint64		since;			/* watch count when the watch was set */
+	ZklWatchMark mark;			/* notification counts when it was watched */
 } ZklRecipe;
 
-/* Wait for a request's answer; the recipe bounds requests by the session. */
-static int
-recipe_answer(ZklOp *op)
+/* Let go of a request (session.c cleans up after it) and clear the slot. */
+static void
+recipe_drop(ZklOp **op)
 {
-	zkl_session_await(op, 0);
-	return zkl_session_op_rc(op);
+	zkl_session_op_free(*op);
+	*op = NULL;
 }
 
-/* A request failed only because the connection dropped: worth retrying. */
-static bool
-recipe_connection_lost(int rc)
+/* The error for a lock node that is gone while we wait. */
+static void
+recipe_raise_vanished(ZklRecipe *r)
 {
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_EXCEPTION),
+			 errmsg("ZooKeeper lock node \"%s\" vanished while waiting",
+					r->node),
+			 errdetail("The ZooKeeper session may have expired, or another client deleted the node.")));
+}
+
+/* Refuse a lock directory in which another identity may delete our node. */
+static void
+recipe_check_acl(ZklRecipe *r)
+{
+	ZklRc		rc;
+	char	   *problem;
+
+	if (r->acl == NULL)
+		return;
+	rc = zkl_session_answer(r->acl);
+	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
+		zkl_session_raise(r->acl, "get ACL", r->dir);
+	problem = rc == ZKL_RC_OK ? zkl_session_op_acl_problem(r->acl) : NULL;
+	recipe_drop(&r->acl);
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("ZooKeeper lock directory \"%s\" is not protected by zklock.auth",
+						r->dir),
+				 errdetail("Its ACL says %s, so another ZooKeeper identity could delete a lock holder's node.",
+						   problem),
+				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity in zklock.auth.")));
 }
 
 /* Send our create and the listing without waiting in between. */
@@ -86,54 +125,50 @@ static ZklRecipeState
 recipe_enqueue(ZklRecipe *r)
 {
 	char		uuid[ZKL_UUID_LEN + 1];
-	char	   *prefix;
 	char	   *path;
-	int			rc;
+	ZklRc		rc;
 
 	zkl_session_next_uuid(uuid);
-	prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
-	r->prefix = prefix;
+	r->prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
 	path = psprintf("%s/%s%s%s", r->dir, ZKL_PROTECT_PREFIX, uuid,
 					r->shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix());
-	r->create = zkl_session_create(path, r->data, ZOO_EPHEMERAL_SEQUENTIAL,
-								   r->dir, prefix);
+	r->create = zkl_session_create_node(path, r->data, r->dir, r->prefix);
 	r->list = zkl_session_children(r->dir);
+	r->acl = zkl_session_get_acl(r->dir);
 
-	rc = recipe_answer(r->create);
-	if (rc == ZNONODE)
+	rc = zkl_session_answer(r->create);
+	if (rc == ZKL_RC_NO_NODE)
 	{
-		zkl_session_op_free(r->create);
-		r->create = NULL;
+		recipe_drop(&r->create);
 		return RS_MAKE_DIRS;
 	}
-	if (recipe_connection_lost(rc))
+	if (rc == ZKL_RC_CONNECTION_LOST)
 	{
 		/* The node may exist: never create twice, find it first. */
-		zkl_session_op_free(r->list);
-		r->list = NULL;
+		recipe_drop(&r->list);
+		recipe_drop(&r->acl);
 		return RS_FIND_OWN;
 	}
-	if (rc != ZOK)
-		zkl_session_raise(rc, "create", path);
+	if (rc != ZKL_RC_OK)
+		zkl_session_raise(r->create, "create", path);
 	r->node = zkl_session_op_take_node(r->create, &r->token);
-	zkl_session_op_free(r->create);
-	r->create = NULL;
+	recipe_drop(&r->create);
+	recipe_check_acl(r);
 	return RS_DECIDE;
 }
 
 /*
  * Create the lock directory (a container, removed by the server when
  * empty) and the persistent directories above it, all in one pipeline.
+ * The requests live in the recipe's stats slots so a cancel lets them go.
  */
 static ZklRecipeState
 recipe_make_dirs(ZklRecipe *r)
 {
-	ZklOp	   *ops[64];
-	int			nops = 0;
 	const char *p = r->dir;
 
-	zkl_session_op_free(r->list);
-	r->list = NULL;
+	recipe_drop(&r->list);
+	recipe_drop(&r->acl);
 	if (++r->dir_attempts > ZKL_DIR_ATTEMPTS)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
@@ -141,28 +176,23 @@ recipe_make_dirs(ZklRecipe *r)
 						r->dir),
 				 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
 
-	while ((p = strchr(p + 1, '/')) != NULL && nops < (int) lengthof(ops) - 1)
-		ops[nops++] = zkl_session_create(pnstrdup(r->dir, p - r->dir), NULL,
-										 0, NULL, NULL);
-	ops[nops++] = zkl_session_create(r->dir, NULL, ZOO_CONTAINER, NULL, NULL);
+	r->stats = palloc0(sizeof(ZklOp *) * ZKL_DIR_MAX_DEPTH);
+	r->nstats = 0;
+	while ((p = strchr(p + 1, '/')) != NULL && r->nstats < ZKL_DIR_MAX_DEPTH - 1)
+		r->stats[r->nstats++] =
+			zkl_session_create_dir(pnstrdup(r->dir, p - r->dir), false);
+	r->stats[r->nstats++] = zkl_session_create_dir(r->dir, true);
 
-	/* Every op is freed, also when an error or a cancel ends the wait. */
-	PG_TRY();
+	for (int i = 0; i < r->nstats; i++)
 	{
-		for (int i = 0; i < nops; i++)
-		{
-			int			rc = recipe_answer(ops[i]);
+		ZklRc		rc = zkl_session_answer(r->stats[i]);
 
-			if (rc != ZOK && rc != ZNODEEXISTS)
-				zkl_session_raise(rc, "create", r->dir);
-		}
+		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
+			zkl_session_raise(r->stats[i], "create", r->dir);
 	}
-	PG_FINALLY();
-	{
-		for (int i = 0; i < nops; i++)
-			zkl_session_op_free(ops[i]);
-	}
-	PG_END_TRY();
+	for (int i = 0; i < r->nstats; i++)
+		recipe_drop(&r->stats[i]);
+	r->nstats = 0;
 	return RS_ENQUEUE;
 }
 
@@ -173,46 +203,94 @@ recipe_list(ZklRecipe *r)
 	return RS_DECIDE;
 }
 
+/*
+ * Order children that share a sequence number by creation: fetch the
+ * czxid of each (ours we know), in one pipeline.  Children that vanished
+ * meanwhile are dropped.  Returns the new count.
+ */
+static int
+recipe_order_ties(ZklRecipe *r, ZklChild *kids, int nkids)
+{
+	int			keep = 0;
+
+	r->stats = palloc0(sizeof(ZklOp *) * nkids);
+	r->nstats = nkids;
+	for (int i = 0; i < nkids; i++)
+		if (zkl_names_tied(kids, nkids, i) && !kids[i].ours)
+			r->stats[i] = zkl_session_stat(psprintf("%s/%s", r->dir,
+													kids[i].name));
+		else if (zkl_names_tied(kids, nkids, i))
+			kids[i].czxid = r->token;
+	for (int i = 0; i < nkids; i++)
+	{
+		ZklRc		rc = r->stats[i] ? zkl_session_answer(r->stats[i]) : ZKL_RC_OK;
+
+		if (rc == ZKL_RC_NO_NODE)
+			continue;
+		if (rc != ZKL_RC_OK)
+			zkl_session_raise(r->stats[i], "stat", r->dir);
+		if (r->stats[i])
+			(void) zkl_session_op_owned(r->stats[i], &kids[i].czxid);
+		kids[keep++] = kids[i];
+	}
+	for (int i = 0; i < r->nstats; i++)
+		recipe_drop(&r->stats[i]);
+	r->nstats = 0;
+	zkl_names_sort(kids, keep);
+	return keep;
+}
+
+/* Parse and order a listing; our own nodes are marked. */
+static int
+recipe_children(ZklRecipe *r, ZklOp *list, ZklChild **out)
+{
+	char	  **names;
+	int			n = zkl_session_op_children(list, &names);
+	ZklChild   *kids = palloc(sizeof(ZklChild) * Max(n, 1));
+	int			nkids = 0;
+	bool		ties = false;
+
+	for (int i = 0; i < n; i++)
+		if (zkl_names_parse_child(pstrdup(names[i]), zkl_session_own_prefix(),
+								  &kids[nkids]))
+			nkids++;
+	zkl_names_sort(kids, nkids);
+	for (int i = 0; i < nkids && !ties; i++)
+		ties = zkl_names_tied(kids, nkids, i);
+	if (ties)
+		nkids = recipe_order_ties(r, kids, nkids);
+	*out = kids;
+	return nkids;
+}
+
 /* Order the listing and find what, if anything, we must wait for. */
 static ZklRecipeState
 recipe_decide(ZklRecipe *r)
 {
-	char	  **names;
-	int			n;
-	int			rc = recipe_answer(r->list);
+	ZklRc		rc = zkl_session_answer(r->list);
 	const char *own = strrchr(r->node, '/') + 1;
 	ZklChild   *kids;
-	int			nkids = 0;
+	int			nkids;
 	int			self = -1;
 	int			blocker;
 
-	if (rc == ZNONODE)
-		rc = ZSESSIONEXPIRED;	/* our node's directory is gone: so is it */
-	if (recipe_connection_lost(rc))
+	if (rc == ZKL_RC_NO_NODE)
+		recipe_raise_vanished(r);	/* our node's directory is gone: so is it */
+	if (rc == ZKL_RC_CONNECTION_LOST)
 	{
-		zkl_session_op_free(r->list);
-		r->list = NULL;
+		recipe_drop(&r->list);
 		return RS_RECONNECT;
 	}
-	if (rc != ZOK)
-		zkl_session_raise(rc, "list", r->dir);
+	if (rc != ZKL_RC_OK)
+		zkl_session_raise(r->list, "list", r->dir);
 
-	n = zkl_session_op_children(r->list, &names);
-	kids = palloc(sizeof(ZklChild) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		if (zkl_names_parse_child(names[i], zkl_session_own_prefix(),
-								  &kids[nkids]))
-			nkids++;
-	zkl_names_sort(kids, nkids);
+	nkids = recipe_children(r, r->list, &kids);
+	recipe_drop(&r->list);
 	for (int i = 0; i < nkids; i++)
 		if (strcmp(kids[i].name, own) == 0)
 			self = i;
 	if (self < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_EXCEPTION),
-				 errmsg("ZooKeeper lock node \"%s\" vanished while waiting",
-						r->node),
-				 errdetail("The ZooKeeper session may have expired.")));
+		recipe_raise_vanished(r);
 
 	/*
 	 * The node watched so far stays in r->watched until here, so that
@@ -225,8 +303,6 @@ recipe_decide(ZklRecipe *r)
 	r->watched = blocker >= 0 ?
 		psprintf("%s/%s", r->dir, kids[blocker].name) : NULL;
 	pfree(kids);
-	zkl_session_op_free(r->list);
-	r->list = NULL;
 
 	if (blocker < 0)
 		return RS_HELD;
@@ -239,41 +315,64 @@ recipe_decide(ZklRecipe *r)
 static ZklRecipeState
 recipe_watch(ZklRecipe *r)
 {
-	ZklOp	   *op;
-	int			rc;
+	ZklRc		rc;
 
-	r->since = zkl_session_watch_count();
-	op = zkl_session_watch(r->watched);
-	rc = recipe_answer(op);
-	zkl_session_op_free(op);
-	if (rc == ZNONODE)
+	r->watch = zkl_session_watch(r->watched);
+	r->mark = zkl_session_op_mark(r->watch);
+	rc = zkl_session_answer(r->watch);
+	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE &&
+		rc != ZKL_RC_CONNECTION_LOST)
+		zkl_session_raise(r->watch, "watch", r->watched);
+	recipe_drop(&r->watch);
+	if (rc == ZKL_RC_NO_NODE)
 		return RS_LIST;
-	if (recipe_connection_lost(rc))
+	if (rc == ZKL_RC_CONNECTION_LOST)
 		return RS_RECONNECT;
-	if (rc != ZOK)
-		zkl_session_raise(rc, "watch", r->watched);
 	return RS_WAIT;
+}
+
+/* The session of this acquisition is gone, and our node with it. */
+static void
+recipe_raise_expired(ZklRecipe *r)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_EXCEPTION),
+			 errmsg("ZooKeeper session expired while acquiring lock \"%s\"",
+					r->dir),
+			 errdetail("The ensemble did not answer for longer than the session timeout.")));
 }
 
 /*
  * The connection dropped.  Our node and queue position live as long as the
- * session: wait for the reconnect and look again.  If the session is lost
- * meanwhile, so is the node; fail rather than hang.
+ * session: wait for the proof that it still does, and look again.  If the
+ * session is lost meanwhile, so is the node; fail rather than hang.  Not
+ * hearing from the ensemble before the caller's deadline is a connection
+ * error, not a lock timeout: nobody was seen to hold the lock.
  */
 static ZklRecipeState
 recipe_reconnect(ZklRecipe *r)
 {
-	ZklLockHealth h = zkl_session_settle(r->epoch, r->deadline);
+	ZklLockHealth h;
 
+	if (r->node == NULL)
+	{
+		/* No node yet: a connected session of the same epoch will do. */
+		if (zkl_session_health(r->epoch, NULL) != ZKL_HEALTH_LOST)
+			zkl_session_connect();
+		if (zkl_session_epoch() != r->epoch)
+			recipe_raise_expired(r);
+		return RS_FIND_OWN;
+	}
+	h = zkl_session_prove(r->epoch, r->node, r->deadline);
 	if (h == ZKL_HEALTH_LOST)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_EXCEPTION),
-				 errmsg("ZooKeeper session expired while acquiring lock \"%s\"",
-						r->dir),
-				 errdetail("The connection to the ensemble was lost for longer than the session timeout.")));
+		recipe_raise_expired(r);
 	if (h == ZKL_HEALTH_IN_DOUBT)
-		return RS_TIMED_OUT;
-	return r->create ? RS_FIND_OWN : RS_LIST;
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost connection to ZooKeeper while waiting for lock \"%s\"",
+						r->dir),
+				 errdetail("The ensemble did not answer before the lock timeout; whether another client holds the lock is unknown.")));
+	return RS_LIST;
 }
 
 /*
@@ -285,83 +384,129 @@ recipe_reconnect(ZklRecipe *r)
 static ZklRecipeState
 recipe_find_own(ZklRecipe *r)
 {
-	ZklOp	   *list;
 	char	  **names;
 	int			n;
-	int			rc;
+	ZklRc		rc;
 	char	   *found = NULL;
+	int64		czxid;
 
-	if (zkl_session_health(r->epoch) != ZKL_HEALTH_HELD)
-		return RS_RECONNECT;
-	list = zkl_session_children(r->dir);
-	rc = recipe_answer(list);
-	if (recipe_connection_lost(rc))
+	r->list = zkl_session_children(r->dir);
+	rc = zkl_session_answer(r->list);
+	if (rc == ZKL_RC_CONNECTION_LOST)
 	{
-		zkl_session_op_free(list);
+		recipe_drop(&r->list);
 		return RS_RECONNECT;
 	}
-	n = rc == ZOK ? zkl_session_op_children(list, &names) : 0;
+	n = rc == ZKL_RC_OK ? zkl_session_op_children(r->list, &names) : 0;
 	for (int i = 0; i < n; i++)
 		if (strncmp(names[i], r->prefix, strlen(r->prefix)) == 0)
 			found = psprintf("%s/%s", r->dir, names[i]);
-	zkl_session_op_free(list);
-
-	if (found != NULL)
+	recipe_drop(&r->list);
+	if (found == NULL)
 	{
-		ZklOp	   *stat = zkl_session_stat(found);
-		int64		czxid;
-
-		rc = recipe_answer(stat);
-		if (rc == ZOK && zkl_session_op_owned(stat, &czxid))
-		{
-			/* Ours: claim it so that freeing the create keeps it. */
-			int64		unused;
-
-			zkl_session_op_free(stat);
-			(void) zkl_session_op_take_node(r->create, &unused);
-			zkl_session_op_free(r->create);
-			r->create = NULL;
-			r->node = found;
-			r->token = czxid;
-			return RS_LIST;
-		}
-		zkl_session_op_free(stat);
-		if (recipe_connection_lost(rc))
-			return RS_RECONNECT;
+		/* Not there: the unclaimed create sweeps its uuid, if it shows up. */
+		recipe_drop(&r->create);
+		return RS_ENQUEUE;
 	}
-	/* Not there (or not ours): the unclaimed create sweeps its uuid. */
-	zkl_session_op_free(r->create);
-	r->create = NULL;
+
+	r->stat = zkl_session_stat(found);
+	rc = zkl_session_answer(r->stat);
+	if (rc == ZKL_RC_CONNECTION_LOST)
+	{
+		recipe_drop(&r->stat);
+		return RS_RECONNECT;
+	}
+	if (rc == ZKL_RC_OK && zkl_session_op_owned(r->stat, &czxid))
+	{
+		/* Ours: claim it so that letting go of the create keeps it. */
+		int64		unused;
+
+		recipe_drop(&r->stat);
+		(void) zkl_session_op_take_node(r->create, &unused);
+		recipe_drop(&r->create);
+		r->node = found;
+		r->token = czxid;
+		zkl_session_adopt_node(found);
+		return RS_LIST;
+	}
+	recipe_drop(&r->stat);
+	recipe_drop(&r->create);
 	return RS_ENQUEUE;
 }
 
 static ZklRecipeState
 recipe_wait(ZklRecipe *r)
 {
-	if (!zkl_session_await_watch(r->since, r->deadline))
+	if (!zkl_session_await_watch(&r->mark, r->deadline))
 		return RS_TIMED_OUT;
 	return RS_LIST;
+}
+
+/*
+ * Granted by the listing: before returning the token, make sure the lease
+ * covers the node (a wait can outlast it when the ensemble stalls).
+ */
+static void
+recipe_confirm(ZklRecipe *r)
+{
+	if (zkl_session_prove(r->epoch, r->node, 0) != ZKL_HEALTH_HELD)
+		recipe_raise_expired(r);
 }
 
 /* Undo everything this acquisition left in ZooKeeper; never raises. */
 static void
 recipe_give_up(ZklRecipe *r)
 {
-	zkl_session_op_free(r->create);
-	zkl_session_op_free(r->list);
-	r->create = r->list = NULL;
+	recipe_drop(&r->create);
+	recipe_drop(&r->list);
+	recipe_drop(&r->acl);
+	recipe_drop(&r->watch);
+	recipe_drop(&r->stat);
+	for (int i = 0; i < r->nstats; i++)
+		recipe_drop(&r->stats[i]);
+	r->nstats = 0;
 	if (r->watched)
 		zkl_session_unwatch(r->watched);
 	if (r->node)
-		zkl_session_delete(r->node);
+		zkl_session_release(r->node);
+}
+
+/* One step of the state machine. */
+static ZklRecipeState
+recipe_step(ZklRecipe *r, ZklRecipeState state)
+{
+	switch (state)
+	{
+		case RS_ENQUEUE:
+			return recipe_enqueue(r);
+		case RS_MAKE_DIRS:
+			return recipe_make_dirs(r);
+		case RS_LIST:
+			return recipe_list(r);
+		case RS_DECIDE:
+			return recipe_decide(r);
+		case RS_WATCH:
+			return recipe_watch(r);
+		case RS_WAIT:
+			return recipe_wait(r);
+		case RS_RECONNECT:
+			return recipe_reconnect(r);
+		case RS_FIND_OWN:
+			return recipe_find_own(r);
+		case RS_HELD:
+		case RS_TIMED_OUT:
+			break;
+	}
+	return state;
 }
 
 /*
- * Run the recipe for one lock directory.  Returns true with the node path
- * and fencing token (czxid) once held, false when the deadline passed
- * first; raises on ZooKeeper errors and interrupts, leaving nothing behind.
+ * Run the recipe for one lock directory.  Returns ZKL_ACQUIRED with the
+ * node path and fencing token (czxid) once held, ZKL_TIMED_OUT when the
+ * deadline passed first; raises on ZooKeeper errors and interrupts,
+ * leaving nothing behind.
  */
-bool
+ZklAcquire
 zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 				   TimestampTz deadline, char **node, int64 *token)
 {
@@ -378,38 +523,9 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 	PG_TRY();
 	{
 		while (state != RS_HELD && state != RS_TIMED_OUT)
-		{
-			switch (state)
-			{
-				case RS_ENQUEUE:
-					state = recipe_enqueue(&r);
-					break;
-				case RS_MAKE_DIRS:
-					state = recipe_make_dirs(&r);
-					break;
-				case RS_LIST:
-					state = recipe_list(&r);
-					break;
-				case RS_DECIDE:
-					state = recipe_decide(&r);
-					break;
-				case RS_WATCH:
-					state = recipe_watch(&r);
-					break;
-				case RS_WAIT:
-					state = recipe_wait(&r);
-					break;
-				case RS_RECONNECT:
-					state = recipe_reconnect(&r);
-					break;
-				case RS_FIND_OWN:
-					state = recipe_find_own(&r);
-					break;
-				case RS_HELD:
-				case RS_TIMED_OUT:
-					break;
-			}
-		}
+			state = recipe_step(&r, state);
+		if (state == RS_HELD)
+			recipe_confirm(&r);
 	}
 	PG_CATCH();
 	{
@@ -421,11 +537,11 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 	if (state == RS_TIMED_OUT)
 	{
 		recipe_give_up(&r);
-		return false;
+		return ZKL_TIMED_OUT;
 	}
 	*node = r.node;
 	*token = r.token;
-	return true;
+	return ZKL_ACQUIRED;
 }
 
 /*
@@ -434,68 +550,157 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
  * contender holds follows the recipe's rule, seen from outside (no node
  * counts as ours).  Children that vanish meanwhile are left out.
  */
-List *
-zkl_recipe_queue(const char *dir)
+typedef struct ZklQueueRead
 {
-	ZklOp	   *list = zkl_session_children(dir);
+	ZklOp	   *list;
+	ZklOp	  **gets;
+	int			ngets;
+} ZklQueueRead;
+
+/* The rows of a sorted queue; data[] follows unsorted[] by name. */
+static List *
+recipe_queue_rows(const char *dir, ZklChild *kids, int n,
+				  const ZklChild *unsorted, char **data)
+{
 	List	   *rows = NIL;
+
+	for (int i = 0; i < n; i++)
+	{
+		ZklQueueRow *row = palloc(sizeof(ZklQueueRow));
+
+		row->position = i + 1;
+		row->shared = kids[i].shared;
+		row->holds = zkl_names_blocker(kids, n, i) < 0;
+		row->node = psprintf("%s/%s", dir, kids[i].name);
+		row->token = kids[i].czxid;
+		row->data = NULL;
+		for (int j = 0; j < n && row->data == NULL; j++)
+			if (unsorted[j].name == kids[i].name)
+				row->data = data[j];
+		rows = lappend(rows, row);
+	}
+	return rows;
+}
+
+/* The listing, then every child's data in one pipeline; ops stay in q. */
+static List *
+recipe_queue_read(const char *dir, ZklQueueRead *q)
+{
 	char	  **names;
 	int			n;
-	int			nkids = 0;
-	int			rc = recipe_answer(list);
+	ZklRc		rc;
 	ZklChild   *kids;
-	ZklOp	  **gets;
+	ZklChild   *unsorted;
+	char	  **data;
+	int			nkids = 0;
+	int			kept = 0;
 
-	if (rc == ZNONODE)
-	{
-		zkl_session_op_free(list);
-		return NIL;
-	}
-	if (rc != ZOK)
-	{
-		zkl_session_op_free(list);
-		zkl_session_raise(rc, "list", dir);
-	}
-	n = zkl_session_op_children(list, &names);
+	q->list = zkl_session_children(dir);
+	rc = zkl_session_answer(q->list);
+	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
+		zkl_session_raise(q->list, "list", dir);
+	n = rc == ZKL_RC_OK ? zkl_session_op_children(q->list, &names) : 0;
 	kids = palloc(sizeof(ZklChild) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 		if (zkl_names_parse_child(pstrdup(names[i]), NULL, &kids[nkids]))
 			nkids++;
-	zkl_session_op_free(list);
-	zkl_names_sort(kids, nkids);
+	q->gets = palloc0(sizeof(ZklOp *) * Max(nkids, 1));
+	data = palloc0(sizeof(char *) * Max(nkids, 1));
+	for (int i = 0; i < nkids; i++)
+		q->gets[q->ngets++] = zkl_session_get(psprintf("%s/%s", dir,
+													   kids[i].name));
+	for (int i = 0; i < nkids; i++)
+	{
+		rc = zkl_session_answer(q->gets[i]);
+		if (rc == ZKL_RC_NO_NODE)
+			continue;
+		if (rc != ZKL_RC_OK)
+			zkl_session_raise(q->gets[i], "get", dir);
+		data[kept] = pstrdup(zkl_session_op_data(q->gets[i], &kids[i].czxid));
+		kids[kept++] = kids[i];
+	}
+	unsorted = palloc(sizeof(ZklChild) * Max(kept, 1));
+	memcpy(unsorted, kids, sizeof(ZklChild) * kept);
+	zkl_names_sort(kids, kept);
+	return recipe_queue_rows(dir, kids, kept, unsorted, data);
+}
 
-	gets = palloc0(sizeof(ZklOp *) * Max(nkids, 1));
+static void
+recipe_queue_free(ZklQueueRead *q)
+{
+	zkl_session_op_free(q->list);
+	for (int i = 0; i < q->ngets; i++)
+		zkl_session_op_free(q->gets[i]);
+}
+
+/*
+ * Every contender of a lock directory in queue order, for the fleet view.
+ * Whether a contender holds follows the recipe's rule, seen from outside
+ * (no node counts as ours).  Children that vanish meanwhile are left out.
+ */
+List *
+zkl_recipe_queue(const char *dir)
+{
+	ZklQueueRead q = {0};
+	List	   *rows = NIL;
+
 	PG_TRY();
 	{
-		for (int i = 0; i < nkids; i++)
-			gets[i] = zkl_session_get(psprintf("%s/%s", dir, kids[i].name));
-		for (int i = 0; i < nkids; i++)
-		{
-			ZklQueueRow *row;
-			int64		czxid;
-			const char *data;
-
-			rc = recipe_answer(gets[i]);
-			if (rc == ZNONODE)
-				continue;
-			if (rc != ZOK)
-				zkl_session_raise(rc, "get", dir);
-			data = zkl_session_op_data(gets[i], &czxid);
-			row = palloc(sizeof(ZklQueueRow));
-			row->position = list_length(rows) + 1;
-			row->shared = kids[i].shared;
-			row->holds = zkl_names_blocker(kids, nkids, i) < 0;
-			row->node = psprintf("%s/%s", dir, kids[i].name);
-			row->token = czxid;
-			row->data = pstrdup(data);
-			rows = lappend(rows, row);
-		}
+		rows = recipe_queue_read(dir, &q);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
-		for (int i = 0; i < nkids; i++)
-			zkl_session_op_free(gets[i]);
+		recipe_queue_free(&q);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	recipe_queue_free(&q);
 	return rows;
+}
+
+/*
+ * What the lock set needs of the session, passed through: the recipe is
+ * the lock set's only neighbour below.
+ */
+void
+zkl_recipe_connect(void)
+{
+	zkl_session_connect();
+}
+
+uint64
+zkl_recipe_epoch(void)
+{
+	return zkl_session_epoch();
+}
+
+ZklLockHealth
+zkl_recipe_health(uint64 epoch, const char *node)
+{
+	return zkl_session_health(epoch, node);
+}
+
+ZklLockHealth
+zkl_recipe_prove(uint64 epoch, const char *node)
+{
+	return zkl_session_prove(epoch, node, 0);
+}
+
+int64
+zkl_recipe_unheard_ms(void)
+{
+	return zkl_session_unheard_ms();
+}
+
+/* Release a held lock's node: never blocks, never raises. */
+void
+zkl_recipe_release(const char *node)
+{
+	zkl_session_release(node);
+}
+
+void
+zkl_recipe_session_info(ZklSessionInfo *info)
+{
+	zkl_session_info(info);
 }

@@ -19,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "zklock.h"
+#include "lockset.h"
 
 PG_FUNCTION_INFO_V1(zk_lock);
 PG_FUNCTION_INFO_V1(zk_lock_shared);
@@ -238,12 +238,11 @@ Datum
 zk_lock_queue_raw(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *dir = zkl_lockset_dir(api_name(fcinfo));
+	char	   *name = api_name(fcinfo);
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	zkl_session_connect();
-	foreach(lc, zkl_recipe_queue(dir))
+	foreach(lc, zkl_lockset_queue(name))
 	{
 		ZklQueueRow *row = lfirst(lc);
 		Datum		values[6];
@@ -266,12 +265,13 @@ zk_session(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	ZklSessionInfo info;
+	int			locks;
 	Datum		values[6];
 	bool		nulls[6] = {0};
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	zkl_session_info(&info);
+	zkl_lockset_session(&info, &locks);
 	values[0] = CStringGetTextDatum(info.state);
 	if (info.session_id != 0)
 		values[1] = CStringGetTextDatum(psprintf("0x%llx",
@@ -284,7 +284,7 @@ zk_session(PG_FUNCTION_ARGS)
 		nulls[2] = true;
 	values[3] = Int32GetDatum(info.timeout_ms);
 	nulls[3] = info.timeout_ms == 0;
-	values[4] = Int32GetDatum(zkl_lockset_count());
+	values[4] = Int32GetDatum(locks);
 	values[5] = Int64GetDatum((int64) info.watch_events);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

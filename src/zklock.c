@@ -14,7 +14,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
-#include "zklock.h"
+#include "guc.h"
 
 PG_MODULE_MAGIC;
 

@@ -7,6 +7,8 @@
   zkq.py HOSTS tree PATH     every node below PATH, one path per line
   zkq.py HOSTS delete PATH   delete PATH; prints "deleted" or the error's
                              class name (NoAuthError, NoNodeError, ...)
+  zkq.py HOSTS create PATH   create PATH and its parents with an open ACL;
+                             prints "created" or the error's class name
 
 An optional first argument --auth USER:PASSWORD authenticates with digest.
 
@@ -34,7 +36,7 @@ def main(argv):
     if len(argv) > 2 and argv[1] == "--auth":
         auth = [("digest", argv[2])]
         argv = argv[:1] + argv[3:]
-    if len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete"):
+    if len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete", "create"):
         sys.stderr.write(__doc__)
         return 2
     hosts, cmd, path = argv[1], argv[2], argv[3]
@@ -51,6 +53,12 @@ def main(argv):
             try:
                 zk.delete(path)
                 print("deleted")
+            except KazooException as e:
+                print(type(e).__name__)
+        elif cmd == "create":
+            try:
+                zk.create(path, b"", makepath=True)
+                print("created")
             except KazooException as e:
                 print(type(e).__name__)
         elif cmd == "get":

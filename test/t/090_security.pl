@@ -93,6 +93,38 @@ like($stderr, qr/zklock.auth requires zklock in shared_preload_libraries/,
 unlike($stderr, qr/s3cret/, 'without echoing the credentials');
 $loose->stop('fast');
 
+# A lock directory someone else created with an open ACL: ZooKeeper checks
+# a delete against the parent, so anyone could delete a holder's node in it
+# and hand the lock to a second holder.  zklock refuses the directory, with
+# the path, the ACL and what to do, and leaves no node behind.
+is(zkq($hosts, 'create', '/secure/open-dir'), 'created', 'an anonymous client pre-creates a directory');
+$node->psql('postgres', "SELECT zk_lock('open-dir', '5s')", stderr => \$stderr,
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($stderr, qr/ERROR:  55000: ZooKeeper lock directory "\/secure\/open-dir" is not protected by zklock.auth/,
+	'the lock is refused with SQLSTATE 55000 naming the directory');
+like($stderr, qr/DETAIL:  Its ACL says world:anyone may delete its children/, 'the detail names the ACL');
+like($stderr, qr/HINT:  Delete the directory/, 'the hint says what to do');
+is(zk_count($zk, '/secure/open-dir'), 0, 'and no node is left in it');
+is(zkq($hosts, 'delete', '/secure/open-dir'), 'deleted', 'once the directory is removed ...');
+ok($node->safe_psql('postgres', "SELECT zk_lock('open-dir', '5s')") > 0, '... zklock recreates it and locks');
+
+# An open root or chroot is harmless: zklock creates each lock directory
+# itself, with its own ACL, so the holder's node cannot be deleted.
+my $chrooted = zk_cluster('chrooted', $zk, preload => 1,
+	conf => [ "zklock.auth = 'zklock:s3cret-pw'", "zklock.root = '/open-root'",
+		"zklock.hosts = '$hosts/open-chroot'" ]);
+is(zkq($hosts, 'create', '/open-chroot/open-root'), 'created',
+	'an anonymous client pre-creates the chroot and the root');
+my $h = waiter($chrooted);
+$h->query_safe("SELECT zk_lock('shared-res')");
+my $held = '/open-chroot' . $h->query_safe("SELECT node FROM zk_locks WHERE name = 'shared-res'");
+is(zkq($hosts, 'delete', "'$held'"), 'NoAuthError',
+	'the anonymous client cannot delete the holder\'s node under an open root and chroot');
+is($chrooted->safe_psql('postgres', "SELECT zk_try_lock('shared-res')"), 'f',
+	'so a second backend cannot take the lock');
+$h->quit;
+$chrooted->stop('fast');
+
 $node->stop('fast');
 $zk->stop;
 done_testing();

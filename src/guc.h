@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * guc.h
+ *	  Every zklock.* setting (guc.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_GUC_H
+#define ZKLOCK_GUC_H
+
+typedef enum ZklLossAction
+{
+	ZKL_LOSS_ERROR,				/* refuse commits until released */
+	ZKL_LOSS_TERMINATE			/* end the backend */
+} ZklLossAction;
+
+typedef enum ZklNodeNaming
+{
+	ZKL_NAMING_MUTEX,			/* Curator InterProcessMutex: -lock- */
+	ZKL_NAMING_READWRITE		/* Curator InterProcessReadWriteLock: -__WRIT__ */
+} ZklNodeNaming;
+
+extern char *zkl_hosts;
+extern char *zkl_root;
+extern int	zkl_session_timeout;
+extern int	zkl_connect_timeout;
+extern int	zkl_on_lock_loss;
+extern char *zkl_auth;
+extern bool zkl_preloaded;
+extern int	zkl_node_naming;
+extern const char *zkl_guc_exclusive_infix(void);
+extern bool zkl_use_auth(void);
+extern void zkl_guc_define(void);
+
+#endif							/* ZKLOCK_GUC_H */

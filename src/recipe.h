@@ -1,0 +1,48 @@
+/*-------------------------------------------------------------------------
+ *
+ * recipe.h
+ *	  The ZooKeeper lock recipe (recipe.c), and what the lock set needs of
+ *	  the session below it, passed through so that each layer talks only
+ *	  to its neighbour.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_RECIPE_H
+#define ZKLOCK_RECIPE_H
+
+#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "session.h"
+
+/* How an acquisition ended when it did not raise. */
+typedef enum ZklAcquire
+{
+	ZKL_ACQUIRED,
+	ZKL_TIMED_OUT
+} ZklAcquire;
+
+/* A row of zk_lock_queue(). */
+typedef struct ZklQueueRow
+{
+	int			position;
+	bool		shared;
+	bool		holds;
+	char	   *node;
+	int64		token;
+	char	   *data;
+} ZklQueueRow;
+
+extern ZklAcquire zkl_recipe_acquire(const char *dir, bool shared,
+									 const char *data, TimestampTz deadline,
+									 char **node, int64 *token);
+extern List *zkl_recipe_queue(const char *dir);
+
+extern void zkl_recipe_connect(void);
+extern uint64 zkl_recipe_epoch(void);
+extern ZklLockHealth zkl_recipe_health(uint64 epoch, const char *node);
+extern ZklLockHealth zkl_recipe_prove(uint64 epoch, const char *node);
+extern int64 zkl_recipe_unheard_ms(void);
+extern void zkl_recipe_release(const char *node);
+extern void zkl_recipe_session_info(ZklSessionInfo *info);
+
+#endif							/* ZKLOCK_RECIPE_H */

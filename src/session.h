@@ -1,0 +1,94 @@
+/*-------------------------------------------------------------------------
+ *
+ * session.h
+ *	  The one ZooKeeper session of this backend, as the recipe sees it:
+ *	  connect, health and lease, asynchronous requests with zklock's own
+ *	  result codes, waiting, node clean-up.  Implemented by the session
+ *	  file family (session*.c), the only code that calls zoo_*.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_SESSION_H
+#define ZKLOCK_SESSION_H
+
+#include "datatype/timestamp.h"
+#include "names.h"
+
+/* What this backend's session says about one lock node. */
+typedef enum ZklLockHealth
+{
+	ZKL_HEALTH_HELD,			/* the ensemble answered within the lease */
+	ZKL_HEALTH_IN_DOUBT,		/* not heard from lately, may still live */
+	ZKL_HEALTH_LOST				/* the ensemble may have expired it, or did */
+} ZklLockHealth;
+
+/* The answer to a request, in zklock's terms. */
+typedef enum ZklRc
+{
+	ZKL_RC_OK,
+	ZKL_RC_NO_NODE,
+	ZKL_RC_EXISTS,
+	ZKL_RC_CONNECTION_LOST,		/* may have happened; worth a retry */
+	ZKL_RC_SESSION_LOST,		/* expired or closed */
+	ZKL_RC_DENIED,				/* an ACL or the credentials said no */
+	ZKL_RC_FAILED				/* anything else */
+} ZklRc;
+
+/* One asynchronous request; filled in by a ZooKeeper thread. */
+typedef struct ZklOp ZklOp;
+
+/* Where the watch notifications stood when a watch was sent. */
+typedef struct ZklWatchMark
+{
+	uint64		watch_events;
+	uint64		session_events;
+} ZklWatchMark;
+
+/* What zk_session() shows. */
+typedef struct ZklSessionInfo
+{
+	const char *state;
+	int64		session_id;
+	char	   *server;
+	int			timeout_ms;
+	uint64		watch_events;
+} ZklSessionInfo;
+
+extern void zkl_session_connect(void);
+extern uint64 zkl_session_epoch(void);
+extern const char *zkl_session_own_prefix(void);
+extern void zkl_session_next_uuid(char out[ZKL_UUID_LEN + 1]);
+extern ZklLockHealth zkl_session_health(uint64 epoch, const char *node);
+extern ZklLockHealth zkl_session_prove(uint64 epoch, const char *node,
+									   TimestampTz deadline);
+extern int64 zkl_session_unheard_ms(void);
+extern void zkl_session_info(ZklSessionInfo *info);
+
+extern ZklOp *zkl_session_create_node(const char *path, const char *data,
+									  const char *sweep_dir,
+									  const char *sweep_prefix);
+extern ZklOp *zkl_session_create_dir(const char *path, bool container);
+extern ZklOp *zkl_session_children(const char *path);
+extern ZklOp *zkl_session_watch(const char *path);
+extern ZklOp *zkl_session_get(const char *path);
+extern ZklOp *zkl_session_stat(const char *path);
+extern ZklOp *zkl_session_get_acl(const char *path);
+extern bool zkl_session_await(ZklOp *op, TimestampTz deadline);
+extern ZklRc zkl_session_answer(ZklOp *op);
+extern bool zkl_session_await_watch(const ZklWatchMark *mark,
+									TimestampTz deadline);
+extern ZklWatchMark zkl_session_op_mark(ZklOp *op);
+extern char *zkl_session_op_take_node(ZklOp *op, int64 *czxid);
+extern int	zkl_session_op_children(ZklOp *op, char ***children);
+extern const char *zkl_session_op_data(ZklOp *op, int64 *czxid);
+extern bool zkl_session_op_owned(ZklOp *op, int64 *czxid);
+extern char *zkl_session_op_acl_problem(ZklOp *op);
+extern void zkl_session_op_free(ZklOp *op);
+extern void zkl_session_raise(ZklOp *op, const char *what, const char *path)
+			pg_attribute_noreturn();
+
+extern void zkl_session_adopt_node(const char *path);
+extern void zkl_session_release(const char *path);
+extern void zkl_session_unwatch(const char *path);
+
+#endif							/* ZKLOCK_SESSION_H */

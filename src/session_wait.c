@@ -1,0 +1,141 @@
+/*-------------------------------------------------------------------------
+ *
+ * session_wait.c
+ *	  The main thread's wait for ZooKeeper: one WaitEventSet with the latch,
+ *	  postmaster death and the eventfd that the other threads write.
+ *
+ * After each wake the latch is reset, the eventfd drained and interrupts
+ * served, so pg_cancel_backend, statement_timeout and pg_terminate_backend
+ * work while a backend waits for a lock.  session_drain is the one wait
+ * without the latch: at exit, where interrupts no longer matter.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/fd.h"
+#include "storage/latch.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "session_int.h"
+
+static WaitEventSet *zkl_wait_set = NULL;
+
+/* The wait set and eventfd live as long as the backend. */
+void
+session_init_waiting(void)
+{
+	if (zkl_wait_set != NULL)
+		return;
+	if (!AcquireExternalFD())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not open ZooKeeper session"),
+				 errdetail("There are too many open files in this backend.")));
+	zkl_shared.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (zkl_shared.efd < 0)
+	{
+		ReleaseExternalFD();
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not create eventfd: %m")));
+	}
+	zkl_wait_set = CreateWaitEventSet(TopMemoryContext, 3);
+	AddWaitEventToSet(zkl_wait_set, WL_LATCH_SET, PGINVALID_SOCKET,
+					  MyLatch, NULL);
+	AddWaitEventToSet(zkl_wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
+					  NULL, NULL);
+	AddWaitEventToSet(zkl_wait_set, WL_SOCKET_READABLE, zkl_shared.efd,
+					  NULL, NULL);
+}
+
+static void
+session_read_eventfd(void)
+{
+	uint64_t	junk;
+
+	while (read(zkl_shared.efd, &junk, sizeof(junk)) > 0)
+		;
+}
+
+/*
+ * Wait until ready(arg) holds (checked under mu) or the deadline passes
+ * (0: no deadline).  Interrupts are served on every wake, so a cancel or
+ * timeout raises out of here.
+ */
+bool
+session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
+{
+	for (;;)
+	{
+		bool		ok;
+		long		timeout = -1;
+		WaitEvent	ev;
+
+		pthread_mutex_lock(&zkl_shared.mu);
+		ok = ready(arg);
+		pthread_mutex_unlock(&zkl_shared.mu);
+		if (ok)
+			return true;
+		if (deadline != 0)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= deadline)
+				return false;
+			timeout = (long) ((deadline - now + 999) / 1000);
+		}
+
+		if (WaitEventSetWait(zkl_wait_set, timeout, &ev, 1,
+							 PG_WAIT_EXTENSION) > 0 &&
+			(ev.events & WL_SOCKET_READABLE))
+			session_read_eventfd();
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		session_flush_log();
+	}
+}
+
+static bool
+session_all_answered(void)
+{
+	bool		done;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	done = zkl_shared.requests_out == 0 ||
+		zkl_shared.state != ZOO_CONNECTED_STATE;
+	pthread_mutex_unlock(&zkl_shared.mu);
+	return done;
+}
+
+/*
+ * At exit: wait up to timeout_ms until every request sent has its answer
+ * (releases above all), or the connection is gone.  No latch, no
+ * interrupts: only the eventfd, with poll.
+ */
+void
+session_drain(int timeout_ms)
+{
+	ZklStamp	start;
+
+	zkl_stamp_now(&start);
+	while (!session_all_answered())
+	{
+		struct pollfd p = {.fd = zkl_shared.efd, .events = POLLIN};
+		int64_t		left = timeout_ms - zkl_stamp_age_ms(&start);
+
+		if (left <= 0)
+			return;
+		if (poll(&p, 1, (int) left) < 0 && errno != EINTR)
+			return;
+		session_read_eventfd();
+	}
+}

@@ -124,14 +124,16 @@ session_add_node_locked(const char *path)
 /*
  * Clean up after an op nobody will look at again: delete the node of an
  * unclaimed create (search for it when the reply was lost), remove a watch
- * that was set after its waiter gave up.  Caller holds mu; returns whether
+ * whose answer came after its waiter gave up (abandoned: a watch answered
+ * in time is the waiter's to keep or remove).  Caller holds mu; returns whether
  * anything was queued.
  */
 static bool
 session_cleanup_unclaimed(ZklOp *op)
 {
-	if (op->kind == ZKL_OP_WATCH && op->rc == ZOK)
-		return session_queue_cleanup(ZKL_CLEAN_UNWATCH, op->path, NULL);
+	if (op->kind == ZKL_OP_WATCH)
+		return op->abandoned && op->rc == ZOK &&
+			session_queue_cleanup(ZKL_CLEAN_UNWATCH, op->path, NULL);
 	if (op->kind != ZKL_OP_CREATE_NODE || op->claimed)
 		return false;
 	if (op->rc == ZOK)

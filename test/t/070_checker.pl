@@ -8,9 +8,16 @@
 # nemesis kills, pauses and restarts ZooKeeper servers at random, and now
 # and then pauses all of them past the workers' session timeout.
 #
+# The nemesis also freezes (SIGSTOP) a backend that holds its lock past its
+# session timeout, the way swapping or a paused VM would, and resumes it.
+#
 # Then: no two successful critical sections of the same lock overlap in
 # time, tokens increase in acquisition order, and every cycle either
-# completed (and was recorded) or failed with an error.
+# completed (and was recorded) or failed with an error.  Committed work is
+# judged too: each critical section writes a row in its own cluster inside
+# the lock's transaction (track_commit_timestamp = on), and no two
+# committed rows of one lock may overlap between the acquisition and the
+# commit timestamp, across all clusters.
 #
 # Defaults suit make test; test/checker.sh runs it longer:
 #   ZKLOCK_CHECK_SECONDS (40), ZKLOCK_CHECK_CLUSTERS (2),
@@ -36,7 +43,11 @@ my $LOCKS = $ENV{ZKLOCK_CHECK_LOCKS} // 2;
 my $SESSION_TIMEOUT_MS = 4000;
 
 my $zk = ZkEnsemble->new(servers => 3);
-my @clusters = map { zk_cluster("c$_", $zk, max_connections => $BACKENDS + 10) } 1 .. $CLUSTERS;
+my @clusters = map {
+	zk_cluster("c$_", $zk, max_connections => $BACKENDS + 10,
+		conf => ['track_commit_timestamp = on'])
+} 1 .. $CLUSTERS;
+$_->safe_psql('postgres', 'CREATE TABLE work (lock text, t_start timestamptz)') for @clusters;
 my $rec = PostgreSQL::Test::Cluster->new('recorder');
 $rec->init;
 $rec->start;
@@ -75,6 +86,7 @@ sub worker
 			next;
 		}
 		my ($token, $t_start) = ($1, $2);
+		$q->("INSERT INTO work VALUES ('$lock', '$t_start')");
 		my ($t_end) = $q->('SELECT pg_sleep(random() * 0.005); SELECT clock_timestamp()');
 		$t_end =~ s/^\s+//;
 		(undef, $err) = $q->('COMMIT');
@@ -109,7 +121,22 @@ for my $c (0 .. $#clusters)
 }
 
 # The nemesis: one fault at a time, servers back before the next.
-my %events = (kill => 0, pause => 0, pause_all => 0);
+my %events = (kill => 0, pause => 0, pause_all => 0, freeze => 0);
+
+# Freeze a backend of a random cluster while it holds its lock.
+sub freeze_holder
+{
+	my $c = $clusters[ int(rand(@clusters)) ];
+	my $pid = $c->safe_psql('postgres', q{
+		SELECT pid FROM pg_stat_activity
+		 WHERE state = 'idle in transaction' AND query LIKE '%zk_xact_lock%'
+		 ORDER BY random() LIMIT 1});
+	return 0 unless $pid =~ /^\d+$/;
+	kill 'STOP', $pid;
+	sleep(($SESSION_TIMEOUT_MS / 1000) * 1.5);
+	kill 'CONT', $pid;
+	return 1;
+}
 my $last_all = time;
 while (time < $deadline - 3)
 {
@@ -122,6 +149,10 @@ while (time < $deadline - 3)
 		$zk->resume_server($_) for 1 .. 3;
 		$events{pause_all}++;
 		$last_all = time;
+	}
+	elsif (rand() < 0.3)
+	{
+		$events{freeze} += freeze_holder();
 	}
 	elsif (rand() < 0.5)
 	{
@@ -160,8 +191,27 @@ my $disorder = $rec->safe_psql('postgres', q{
 	  SELECT token, lag(token) OVER (PARTITION BY lock ORDER BY t_start) AS prev
 	  FROM cs) x WHERE token <= prev});
 
-diag(sprintf('checker: %d clusters x %d backends, %d s, %d locks; nemesis: %d kills, %d pauses, %d whole-ensemble pauses',
-	$CLUSTERS, $BACKENDS, $SECONDS, $LOCKS, $events{kill}, $events{pause}, $events{pause_all}));
+# Committed work of every cluster, judged from acquisition to commit.
+$rec->safe_psql('postgres', 'CREATE TABLE committed (lock text, t_start timestamptz, t_commit timestamptz)');
+for my $c (@clusters)
+{
+	my $rows = $c->safe_psql('postgres',
+		"SELECT lock || '|' || t_start || '|' || pg_xact_commit_timestamp(xmin) FROM work");
+	for my $row (split /\n/, $rows)
+	{
+		my ($l, $s, $e) = split /\|/, $row;
+		$rec->safe_psql('postgres', "INSERT INTO committed VALUES ('$l', '$s', '$e')");
+	}
+}
+my $committed = $rec->safe_psql('postgres', 'SELECT count(*) FROM committed');
+my $committed_overlaps = $rec->safe_psql('postgres', q{
+	SELECT count(*) FROM committed a JOIN committed b
+	  ON a.lock = b.lock AND a.ctid < b.ctid
+	 AND a.t_start < b.t_commit AND b.t_start < a.t_commit});
+
+diag(sprintf('checker: %d clusters x %d backends, %d s, %d locks; nemesis: %d kills, %d pauses, %d whole-ensemble pauses, %d frozen holders',
+	$CLUSTERS, $BACKENDS, $SECONDS, $LOCKS, $events{kill}, $events{pause}, $events{pause_all}, $events{freeze}));
+diag("checker: committed rows $committed, overlapping from acquisition to commit $committed_overlaps");
 diag("checker: cycles done $completed, failed $failed, overlaps $overlaps, tokens out of order $disorder");
 
 is($rec->safe_psql('postgres', 'SELECT count(*) FROM counts'), $CLUSTERS * $BACKENDS,
@@ -170,8 +220,11 @@ ok($completed > 0, 'critical sections completed');
 is($attempts, $completed + $failed, 'every cycle completed or failed: none vanished');
 is($recorded, $completed, 'every completed cycle is recorded');
 is($overlaps, 0, 'no two critical sections of one lock overlap');
+is($committed, $completed, 'every completed cycle committed its row');
+is($committed_overlaps, 0, 'no two committed sections of one lock overlap from acquisition to commit');
 is($disorder, 0, 'tokens increase in acquisition order');
 ok($events{kill} + $events{pause} + $events{pause_all} > 0, 'the nemesis struck');
+ok($events{freeze} > 0, 'the nemesis froze holders');
 
 $rec->stop('fast');
 $_->stop('fast') for @clusters;

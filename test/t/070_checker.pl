@@ -127,10 +127,16 @@ my %events = (kill => 0, pause => 0, pause_all => 0, freeze => 0);
 sub freeze_holder
 {
 	my $c = $clusters[ int(rand(@clusters)) ];
-	my $pid = $c->safe_psql('postgres', q{
-		SELECT pid FROM pg_stat_activity
-		 WHERE state = 'idle in transaction' AND query LIKE '%zk_xact_lock%'
-		 ORDER BY random() LIMIT 1});
+	my $pid = '';
+	for (1 .. 20)
+	{
+		$pid = $c->safe_psql('postgres', q{
+			SELECT pid FROM pg_stat_activity
+			 WHERE state = 'idle in transaction' AND query LIKE '%zk_xact_lock%'
+			 ORDER BY random() LIMIT 1});
+		last if $pid =~ /^\d+$/;
+		sleep 0.05;
+	}
 	return 0 unless $pid =~ /^\d+$/;
 	kill 'STOP', $pid;
 	sleep(($SESSION_TIMEOUT_MS / 1000) * 1.5);
@@ -150,7 +156,7 @@ while (time < $deadline - 3)
 		$events{pause_all}++;
 		$last_all = time;
 	}
-	elsif (rand() < 0.3)
+	elsif (rand() < 0.4)
 	{
 		$events{freeze} += freeze_holder();
 	}

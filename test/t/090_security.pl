@@ -97,16 +97,18 @@ $loose->stop('fast');
 # a delete against the parent, so anyone could delete a holder's node in it
 # and hand the lock to a second holder.  zklock refuses the directory, with
 # the path, the ACL and what to do, and leaves no node behind.
-is(zkq($hosts, 'create', '/secure/open-dir'), 'created', 'an anonymous client pre-creates a directory');
-$node->psql('postgres', "SELECT zk_lock('open-dir', '5s')", stderr => \$stderr,
-	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($stderr, qr/ERROR:  55000: ZooKeeper lock directory "\/secure\/open-dir" is not protected by zklock.auth/,
+is(zkq($hosts, 'create', '/open-area/open-dir'), 'created', 'an anonymous client pre-creates a directory');
+$node->psql('postgres', "SET zklock.root = '/open-area'; SELECT zk_lock('open-dir', '5s')",
+	stderr => \$stderr, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($stderr, qr/ERROR:  55000: ZooKeeper lock directory "\/open-area\/open-dir" is not protected by zklock.auth/,
 	'the lock is refused with SQLSTATE 55000 naming the directory');
 like($stderr, qr/DETAIL:  Its ACL says world:anyone may delete its children/, 'the detail names the ACL');
 like($stderr, qr/HINT:  Delete the directory/, 'the hint says what to do');
-is(zk_count($zk, '/secure/open-dir'), 0, 'and no node is left in it');
-is(zkq($hosts, 'delete', '/secure/open-dir'), 'deleted', 'once the directory is removed ...');
-ok($node->safe_psql('postgres', "SELECT zk_lock('open-dir', '5s')") > 0, '... zklock recreates it and locks');
+is(zk_count($zk, '/open-area/open-dir'), 0, 'and no node is left in it');
+is(zkq($hosts, 'delete', '/open-area/open-dir'), 'deleted', 'once the directory is removed ...');
+ok($node->safe_psql('postgres',
+	"SET zklock.root = '/open-area'; SELECT zk_lock('open-dir', '5s')") > 0,
+	'... zklock recreates it and locks');
 
 # An open root or chroot is harmless: zklock creates each lock directory
 # itself, with its own ACL, so the holder's node cannot be deleted.

@@ -163,7 +163,15 @@ for my $way ('zk_unlock_all', 'commit')
 	my $node = $s->query_safe("SELECT node FROM zk_locks WHERE name = 'stolen'");
 	is(`/usr/bin/python3 $zkq '$hosts' delete '$node'`, "deleted\n",
 		'another client deletes the holder\'s node');
-	ok(poll_until(sub { lock_state($s, 'stolen') eq 'lost' }, 10),
+	# Read the state without committing: a commit is refused once lost.
+	ok( poll_until(
+			sub {
+				my $st = $s->query_safe("BEGIN; SELECT coalesce(max(state), '') "
+					  . "FROM zk_locks WHERE name = 'stolen'; ROLLBACK");
+				$st =~ s/\s+//g;
+				$st eq 'lost';
+			},
+			10),
 		'the lease notices: the lock shows as lost');
 	$s->query_safe("BEGIN");
 	$s->query_safe("INSERT INTO work VALUES ('stolen')");

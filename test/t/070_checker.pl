@@ -156,8 +156,9 @@ while (time < $deadline - 3)
 		$events{pause_all}++;
 		$last_all = time;
 	}
-	elsif (rand() < 0.4)
+	elsif ($events{freeze} == 0 || rand() < 0.4)
 	{
+		# Until one holder was frozen, every turn tries.
 		$events{freeze} += freeze_holder();
 	}
 	elsif (rand() < 0.5)

@@ -8,14 +8,14 @@
 #   make bench      benchmarks under bench/
 
 EXTENSION = zklock
-EXTVERSION = 1.0
+EXTVERSION = 1.1
 
 MODULE_big = zklock
-OBJS = src/guc.o src/lockset.o src/names.o src/recipe.o src/session.o \
+OBJS = src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/session.o \
 	src/session_cleanup.o src/session_lease.o src/session_log.o \
 	src/session_request.o src/session_wait.o src/sql_api.o src/zklock.o
 
-DATA = zklock--1.0.sql
+DATA = zklock--1.0.sql zklock--1.0--1.1.sql
 PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 
 # MODULE_big, not MODULES: PGXS ignores SHLIB_LINK for MODULES.  The
@@ -27,7 +27,7 @@ with_llvm = no
 
 # pg_regress suites, run against a temporary instance configured by
 # test/run_regress.sh with a one-server ensemble.
-REGRESS = zklock_api zklock_scopes zklock_errors
+REGRESS = zklock_api zklock_scopes zklock_errors zklock_parity zklock_upgrade
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
@@ -58,11 +58,18 @@ demo-stop:
 	@sh test/demo.sh stop
 
 # Unit tests of the pure C helpers (no PostgreSQL, no ZooKeeper).
-unit: test/unit/test_names
+# The owner parser reads data written by any client: it is fuzzed under
+# AddressSanitizer and UBSan.
+unit: test/unit/test_names test/unit/test_owner
 	@./test/unit/test_names
+	@./test/unit/test_owner
 
 test/unit/test_names: test/unit/test_names.c src/names.c src/names.h
 	$(CC) -Wall -Wextra -Werror -O1 -I src -o $@ test/unit/test_names.c src/names.c
+
+test/unit/test_owner: test/unit/test_owner.c src/owner.c src/owner.h
+	$(CC) -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -I src -o $@ test/unit/test_owner.c src/owner.c
 
 test: deps
 	@sh test/run_all.sh
@@ -70,4 +77,4 @@ test: deps
 bench: deps
 	@sh bench/run.sh
 
-EXTRA_CLEAN = test/unit/test_names results regression.diffs regression.out tmp_check
+EXTRA_CLEAN = test/unit/test_names test/unit/test_owner results regression.diffs regression.out tmp_check

@@ -12,6 +12,7 @@
  */
 #include "postgres.h"
 
+#include "mb/pg_wchar.h"
 #include "utils/guc.h"
 
 #include "guc.h"
@@ -38,26 +39,52 @@ static const struct config_enum_entry guc_loss_options[] = {
 	{NULL, 0, false}
 };
 
+/* Bounds on zklock.root, checked before anything is created. */
+#define ZKL_ROOT_MAX_DEPTH 32
+#define ZKL_ROOT_MAX_BYTES 1024
+
 /*
- * The root must be an absolute znode path below "/" that is not ZooKeeper's
- * own /zookeeper tree, without empty, "." or ".." components.
+ * Whether ZooKeeper accepts a code point in a path.  Its server refuses
+ * (PathUtils.validatePath, on UTF-16 units) NUL and the C0 and C1
+ * controls, U+D800 to U+F8FF (surrogates and the private use area), and
+ * U+FFF0 to U+FFFF; a code point beyond U+FFFF is a surrogate pair there.
  */
 static bool
-guc_check_root(char **newval, void **extra, GucSource source)
+guc_znode_char_ok(pg_wchar c)
 {
-	const char *p = *newval;
+	return !(c < 0x20 || (c >= 0x7F && c <= 0x9F) ||
+			 (c >= 0xD800 && c <= 0xF8FF) || c >= 0xFFF0);
+}
 
-	(void) extra;
-	(void) source;
-	if (p == NULL || p[0] != '/' || p[1] == '\0')
-	{
-		GUC_check_errdetail("The root must be an absolute ZooKeeper path other than \"/\".");
-		return false;
-	}
+/*
+ * Why p is not a znode path ZooKeeper would accept, as a detail for the
+ * check hook that begins with what, or NULL if it is one.  "/" itself passes only when
+ * allow_slash (a chroot of "/" means none).
+ */
+static const char *
+guc_path_problem(const char *p, const char *what, bool allow_slash)
+{
+	const unsigned char *u = (const unsigned char *) p;
+	int			depth = 0;
+
+	if (p == NULL || p[0] != '/')
+		return psprintf("%s must be an absolute ZooKeeper path.", what);
+	if (p[1] == '\0')
+		return allow_slash ? NULL :
+			psprintf("%s must be an absolute ZooKeeper path other than \"/\".", what);
+	if (strlen(p) > ZKL_ROOT_MAX_BYTES)
+		return psprintf("%s must not be longer than %d bytes.", what,
+						ZKL_ROOT_MAX_BYTES);
 	if (strncmp(p, "/zookeeper", 10) == 0 && (p[10] == '\0' || p[10] == '/'))
+		return psprintf("%s must not be inside ZooKeeper's own \"/zookeeper\" tree.", what);
+	for (size_t i = 0; u[i] != '\0';)
 	{
-		GUC_check_errdetail("The root must not be inside ZooKeeper's own \"/zookeeper\" tree.");
-		return false;
+		int			n = pg_utf_mblen(u + i);
+
+		if (strnlen(p + i, n) < (size_t) n || !pg_utf8_islegal(u + i, n) ||
+			!guc_znode_char_ok(utf8_to_unicode(u + i)))
+			return psprintf("%s must be valid UTF-8 without control characters, surrogates, private use characters or U+FFF0 to U+FFFF, which ZooKeeper refuses in a path.", what);
+		i += n;
 	}
 	while (*p == '/')
 	{
@@ -66,13 +93,60 @@ guc_check_root(char **newval, void **extra, GucSource source)
 
 		if (len == 0 || (len == 1 && p[1] == '.') ||
 			(len == 2 && p[1] == '.' && p[2] == '.'))
-		{
-			GUC_check_errdetail("The root must not contain empty, \".\" or \"..\" components, nor end with \"/\".");
-			return false;
-		}
+			return psprintf("%s must not contain empty, \".\" or \"..\" components, nor end with \"/\".", what);
+		if (++depth > ZKL_ROOT_MAX_DEPTH)
+			return psprintf("%s must not have more than %d components.",
+							what, ZKL_ROOT_MAX_DEPTH);
 		p += len + 1;
 	}
-	return true;
+	return NULL;
+}
+
+/* zklock.root: a path ZooKeeper accepts, outside /zookeeper, bounded. */
+static bool
+guc_check_root(char **newval, void **extra, GucSource source)
+{
+	const char *problem = guc_path_problem(*newval, "The root", false);
+
+	(void) extra;
+	(void) source;
+	if (problem == NULL)
+		return true;
+	GUC_check_errdetail("%s", problem);
+	return false;
+}
+
+/*
+ * The chroot of a connect string (from its first '/'), or NULL.  A chroot
+ * of "/" is none.
+ */
+const char *
+zkl_guc_chroot(void)
+{
+	const char *slash = zkl_hosts ? strchr(zkl_hosts, '/') : NULL;
+
+	return slash && slash[1] != '\0' ? slash : NULL;
+}
+
+/*
+ * zklock.hosts: its chroot, if any, must be a path ZooKeeper accepts and
+ * not ZooKeeper's own tree; the hosts are checked when a session opens.
+ */
+static bool
+guc_check_hosts(char **newval, void **extra, GucSource source)
+{
+	const char *slash = *newval ? strchr(*newval, '/') : NULL;
+	const char *problem;
+
+	(void) extra;
+	(void) source;
+	if (slash == NULL)
+		return true;
+	problem = guc_path_problem(slash, "The chroot", true);
+	if (problem == NULL)
+		return true;
+	GUC_check_errdetail("%s", problem);
+	return false;
 }
 
 void
@@ -85,7 +159,7 @@ zkl_guc_define(void)
 							   "",
 							   PGC_SUSET,
 							   0,
-							   NULL, NULL, NULL);
+							   guc_check_hosts, NULL, NULL);
 	DefineCustomStringVariable("zklock.root",
 							   "ZooKeeper path under which lock directories live.",
 							   "Every cluster that shares locks must use the same root.",

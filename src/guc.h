@@ -29,6 +29,7 @@ extern char *zkl_auth;
 extern bool zkl_preloaded;
 extern int	zkl_node_naming;
 extern const char *zkl_guc_exclusive_infix(void);
+extern const char *zkl_guc_chroot(void);
 extern bool zkl_use_auth(void);
 extern void zkl_guc_define(void);
 

@@ -15,10 +15,13 @@
  * asynchronous deletes (session.c retries them).  They run only at
  * XACT_EVENT_COMMIT / ABORT, never at PRE_COMMIT, so another cluster can
  * not take the lock before this transaction's commit is visible.  At
- * PRE_COMMIT and PRE_PREPARE every lock held in either scope must be
- * proven: inside the session's lease that costs nothing, after it one
- * bounded round trip, and a lock that is lost (or cannot be proven before
- * the ensemble may have expired its session) refuses the commit.
+ * PRE_COMMIT and PRE_PREPARE of a transaction that has a transaction id
+ * (one that wrote) every lock held in either scope must be proven: inside
+ * the session's lease that costs nothing, after it one bounded round trip,
+ * and a lock that is lost (or cannot be proven before the ensemble may
+ * have expired its session) refuses the commit.  A read-only commit makes
+ * nothing durable, so it goes ahead: the views and the release functions
+ * keep working while a lock is lost.
  *
  * Nothing is allocated between a successful recipe and recording the
  * lock: an error there would leave a node nobody releases.
@@ -29,6 +32,7 @@
 
 #include <unistd.h>
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "commands/dbcommands.h"
 #include "lib/stringinfo.h"
@@ -44,10 +48,11 @@
 #include "guc.h"
 #include "lockset.h"
 
+/* Keyed by the directory's znode name, which tells text and keys apart. */
 typedef struct ZklLockKey
 {
 	bool		shared;
-	char		name[ZKL_NAME_MAX_BYTES + 1];
+	char		component[ZKL_ESCAPED_MAX];
 } ZklLockKey;
 
 /* Transaction holds taken in one subtransaction. */
@@ -60,6 +65,7 @@ typedef struct ZklXactHold
 typedef struct ZklLock
 {
 	ZklLockKey	key;			/* hash key: must be first */
+	char	   *name;			/* as the user wrote it */
 	char	   *node;			/* full znode path */
 	int64		token;			/* the node's czxid */
 	TimestampTz acquired_at;
@@ -99,11 +105,11 @@ lockset_init(void)
 }
 
 static void
-lockset_key(ZklLockKey *key, const char *name, bool shared)
+lockset_key(ZklLockKey *key, const ZklName *name, bool shared)
 {
 	memset(key, 0, sizeof(*key));
 	key->shared = shared;
-	strlcpy(key->name, name, sizeof(key->name));
+	strlcpy(key->component, name->component, sizeof(key->component));
 }
 
 static int
@@ -132,6 +138,7 @@ lockset_forget_if_unheld(ZklLock *lock)
 	if (lock->epoch == zkl_recipe_epoch())
 		zkl_recipe_release(lock->node);
 	pfree(lock->node);
+	pfree(lock->name);
 	if (lock->xact)
 		pfree(lock->xact);
 	hash_search(zkl_locks, &lock->key, HASH_REMOVE, NULL);
@@ -201,7 +208,7 @@ lockset_raise_lost(ZklLock *lock)
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_EXCEPTION),
 			 errmsg("ZooKeeper lock \"%s\" (%s) was lost",
-					lock->key.name, lockset_mode(lock)),
+					lock->name, lockset_mode(lock)),
 			 lockset_lost_detail(),
 			 errhint("Release it with zk_unlock or zk_unlock_all before taking it again.")));
 }
@@ -212,7 +219,7 @@ lockset_warn_lost(ZklLock *lock)
 	ereport(WARNING,
 			(errcode(ERRCODE_WARNING),
 			 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
-					lock->key.name, lockset_mode(lock)),
+					lock->name, lockset_mode(lock)),
 			 lockset_lost_detail()));
 }
 
@@ -234,7 +241,7 @@ lockset_reserve_xact_hold(ZklLock *lock)
  * the entry, or NULL on timeout.
  */
 static ZklLock *
-lockset_enter(ZklLockKey *key, const char *dir, bool shared,
+lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
 			  TimestampTz deadline, char **node, int64 *token)
 {
 	ZklLock    *lock = hash_search(zkl_locks, key, HASH_ENTER, NULL);
@@ -245,6 +252,7 @@ lockset_enter(ZklLockKey *key, const char *dir, bool shared,
 	PG_TRY();
 	{
 		lock->node = MemoryContextAllocZero(zkl_lock_cxt, strlen(dir) + 128);
+		lock->name = MemoryContextStrdup(zkl_lock_cxt, name);
 		lockset_reserve_xact_hold(lock);
 		got = zkl_recipe_acquire(dir, shared, lockset_owner_json(), deadline,
 								 node, token);
@@ -255,6 +263,8 @@ lockset_enter(ZklLockKey *key, const char *dir, bool shared,
 		{
 			if (lock->node)
 				pfree(lock->node);
+			if (lock->name)
+				pfree(lock->name);
 			if (lock->xact)
 				pfree(lock->xact);
 			hash_search(zkl_locks, key, HASH_REMOVE, NULL);
@@ -271,7 +281,7 @@ lockset_enter(ZklLockKey *key, const char *dir, bool shared,
  * for ever.  Returns false when the timeout passed first.
  */
 bool
-zkl_lockset_acquire(const char *name, bool shared, bool xact,
+zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 					int64 timeout_ms, int64 *token)
 {
 	ZklLockKey	key;
@@ -304,7 +314,8 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
 	zkl_recipe_connect();
 	dir = zkl_lockset_dir(name);
 
-	lock = lockset_enter(&key, dir, shared, deadline, &node, token);
+	lock = lockset_enter(&key, name->display, dir, shared, deadline, &node,
+						 token);
 	if (lock == NULL)
 		return false;
 	strlcpy(lock->node, node, strlen(dir) + 128);
@@ -323,7 +334,7 @@ zkl_lockset_acquire(const char *name, bool shared, bool xact,
  * a WARNING, as pg_advisory_unlock does; a lost lock's holds are dropped.
  */
 bool
-zkl_lockset_release(const char *name, bool shared)
+zkl_lockset_release(const ZklName *name, bool shared)
 {
 	ZklLockKey	key;
 	ZklLock    *lock = NULL;
@@ -336,7 +347,7 @@ zkl_lockset_release(const char *name, bool shared)
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
 				 errmsg("you don't own a ZooKeeper session lock \"%s\" in %s mode",
-						name, shared ? "shared" : "exclusive")));
+						name->display, shared ? "shared" : "exclusive")));
 		return false;
 	}
 	if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
@@ -377,7 +388,7 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 {
 	ZklLockRow *row = palloc(sizeof(ZklLockRow));
 
-	row->name = pstrdup(lock->key.name);
+	row->name = pstrdup(lock->name);
 	row->shared = lock->key.shared;
 	row->xact = xact;
 	row->holds = holds;
@@ -390,17 +401,14 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 
 /* The lock directory a name maps to under zklock.root. */
 char *
-zkl_lockset_dir(const char *name)
+zkl_lockset_dir(const ZklName *name)
 {
-	char		escaped[ZKL_ESCAPED_MAX];
-
-	zkl_names_escape(name, strlen(name), escaped);
-	return psprintf("%s/%s", zkl_root, escaped);
+	return psprintf("%s/%s", zkl_root, name->component);
 }
 
 /* Every contender of a lock, fleet-wide, from ZooKeeper. */
 List *
-zkl_lockset_queue(const char *name)
+zkl_lockset_queue(const ZklName *name)
 {
 	zkl_recipe_connect();
 	return zkl_recipe_queue(zkl_lockset_dir(name));
@@ -412,6 +420,13 @@ zkl_lockset_session(ZklSessionInfo *info, int *locks)
 {
 	zkl_recipe_session_info(info);
 	*locks = zkl_locks ? (int) hash_get_num_entries(zkl_locks) : 0;
+}
+
+/* Whether this backend holds any lock, in either scope. */
+bool
+zkl_lockset_holds_any(void)
+{
+	return zkl_locks != NULL && hash_get_num_entries(zkl_locks) > 0;
 }
 
 /* Rows of the zk_locks view: one per (name, mode, scope) held. */
@@ -466,9 +481,9 @@ lockset_check_losses(bool at_commit)
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 zkl_on_lock_loss == ZKL_LOSS_TERMINATE ?
 				 errmsg("terminating connection because ZooKeeper lock \"%s\" (%s) was lost",
-						lock->key.name, lockset_mode(lock)) :
+						lock->name, lockset_mode(lock)) :
 				 errmsg("cannot commit while ZooKeeper lock \"%s\" (%s) is lost",
-						lock->key.name, lockset_mode(lock)),
+						lock->name, lockset_mode(lock)),
 				 lockset_lost_detail(),
 				 errhint("Release it with zk_unlock or zk_unlock_all.")));
 	}
@@ -490,10 +505,11 @@ lockset_refuse_prepare(void)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot PREPARE a transaction that holds ZooKeeper transaction locks"),
 				 errdetail("Lock \"%s\" is held by a ZooKeeper session, which cannot be handed to a prepared transaction.",
-						   lock->key.name)));
+						   lock->name)));
 	}
 	/* A prepared transaction commits later: the same rule as a commit. */
-	lockset_check_losses(true);
+	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		lockset_check_losses(true);
 }
 
 /* End every transaction hold; for commit and abort.  Never raises. */
@@ -523,7 +539,9 @@ lockset_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			lockset_check_losses(true);
+			/* Without a transaction id nothing this commit makes is durable. */
+			if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
+				lockset_check_losses(true);
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			lockset_refuse_prepare();

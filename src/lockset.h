@@ -13,6 +13,18 @@
 #include "nodes/pg_list.h"
 #include "recipe.h"
 
+/*
+ * A lock as the SQL functions name it: what messages and zk_locks show,
+ * and the znode name of its directory under zklock.root.  Text names are
+ * escaped into [A-Za-z0-9_%-]; integer keys map to "key:..." names, which
+ * no escaped text name can spell.
+ */
+typedef struct ZklName
+{
+	const char *display;
+	const char *component;
+} ZklName;
+
 /* A row of the zk_locks view. */
 typedef struct ZklLockRow
 {
@@ -26,13 +38,14 @@ typedef struct ZklLockRow
 	ZklLockHealth health;
 } ZklLockRow;
 
-extern bool zkl_lockset_acquire(const char *name, bool shared, bool xact,
+extern bool zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 								int64 timeout_ms, int64 *token);
-extern bool zkl_lockset_release(const char *name, bool shared);
+extern bool zkl_lockset_release(const ZklName *name, bool shared);
 extern void zkl_lockset_release_all(void);
+extern bool zkl_lockset_holds_any(void);
 extern List *zkl_lockset_rows(void);
-extern char *zkl_lockset_dir(const char *name);
-extern List *zkl_lockset_queue(const char *name);
+extern char *zkl_lockset_dir(const ZklName *name);
+extern List *zkl_lockset_queue(const ZklName *name);
 extern void zkl_lockset_session(ZklSessionInfo *info, int *locks);
 
 #endif							/* ZKLOCK_LOCKSET_H */

@@ -187,6 +187,15 @@ recipe_make_dirs(ZklRecipe *r)
 	{
 		ZklRc		rc = zkl_session_answer(r->stats[i]);
 
+		/* A top-level directory has no parent to miss but the chroot. */
+		if (i == 0 && rc == ZKL_RC_NO_NODE && zkl_guc_chroot() != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ZooKeeper chroot \"%s\" of zklock.hosts does not exist",
+							zkl_guc_chroot()),
+					 errdetail("Lock directory \"%s\" would be created under it.",
+							   r->dir),
+					 errhint("Create the chroot with a ZooKeeper client, or remove it from zklock.hosts.")));
 		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
 			zkl_session_raise(r->stats[i], "create", r->dir);
 	}

@@ -439,7 +439,7 @@ session_check_settings(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zklock.hosts is not set"),
-				 errhint("Set zklock.hosts to the ZooKeeper connect string, for example ALTER SYSTEM SET zklock.hosts = 'zk1:2181,zk2:2181,zk3:2181'.")));
+				 errhint("Set zklock.hosts to the ZooKeeper connect string in postgresql.conf, or run LOAD 'zklock', then ALTER SYSTEM SET zklock.hosts = 'zk1:2181,zk2:2181,zk3:2181' and SELECT pg_reload_conf().")));
 	if (zkl_use_auth() && strchr(zkl_auth, ':') == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -12,38 +12,81 @@
 
 #include <math.h>
 
+#include "common/string.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/timestamp.h"
 
 #include "lockset.h"
+#include "owner.h"
 
-PG_FUNCTION_INFO_V1(zk_lock);
-PG_FUNCTION_INFO_V1(zk_lock_shared);
-PG_FUNCTION_INFO_V1(zk_try_lock);
-PG_FUNCTION_INFO_V1(zk_try_lock_shared);
-PG_FUNCTION_INFO_V1(zk_xact_lock);
-PG_FUNCTION_INFO_V1(zk_xact_lock_shared);
-PG_FUNCTION_INFO_V1(zk_try_xact_lock);
-PG_FUNCTION_INFO_V1(zk_try_xact_lock_shared);
-PG_FUNCTION_INFO_V1(zk_unlock);
-PG_FUNCTION_INFO_V1(zk_unlock_shared);
-PG_FUNCTION_INFO_V1(zk_unlock_all);
-PG_FUNCTION_INFO_V1(zk_locks_info);
-PG_FUNCTION_INFO_V1(zk_lock_path);
-PG_FUNCTION_INFO_V1(zk_lock_queue_raw);
-PG_FUNCTION_INFO_V1(zk_session);
-
-/* The lock name argument, checked: non-empty, within the byte limit. */
-static char *
-api_name(FunctionCallInfo fcinfo)
+/*
+ * How a function names its lock: text, bigint, or a pair of integers.
+ * API_TEXT_TT is a text name with the timeout given as text: the overload
+ * that keeps zk_lock('x', '1s') unambiguous next to zk_lock(int, int).
+ */
+typedef enum ApiKey
 {
-	text	   *t = PG_GETARG_TEXT_PP(0);
-	int			len = VARSIZE_ANY_EXHDR(t);
+	API_TEXT,
+	API_TEXT_TT,
+	API_INT8,
+	API_INT4_PAIR
+} ApiKey;
 
+/* Arguments that name the lock; the timeout follows them. */
+static int
+api_key_args(ApiKey kind)
+{
+	return kind == API_INT4_PAIR ? 2 : 1;
+}
+
+/* Whether the lock-naming arguments hold a NULL. */
+static bool
+api_key_is_null(FunctionCallInfo fcinfo, ApiKey kind)
+{
+	for (int i = 0; i < api_key_args(kind); i++)
+		if (PG_ARGISNULL(i))
+			return true;
+	return false;
+}
+
+/*
+ * The lock the arguments name.  A text name must be non-empty and within
+ * the byte limit, and is escaped into its directory's znode name.  Integer
+ * keys, like pg_advisory_lock's, map to "key:<bigint>" and
+ * "key:<int>:<int>": the colon never appears in an escaped text name, so
+ * key 42 and the text name '42' are different locks, as are key 42 and
+ * the pair (0, 42).
+ */
+static ZklName
+api_name(FunctionCallInfo fcinfo, ApiKey kind)
+{
+	ZklName		name;
+	text	   *t;
+	int			len;
+	char	   *escaped;
+
+	if (kind == API_INT8)
+	{
+		name.component = psprintf("key:" INT64_FORMAT, PG_GETARG_INT64(0));
+		name.display = name.component;
+		return name;
+	}
+	if (kind == API_INT4_PAIR)
+	{
+		name.component = psprintf("key:%d:%d", PG_GETARG_INT32(0),
+								  PG_GETARG_INT32(1));
+		name.display = name.component;
+		return name;
+	}
+	t = PG_GETARG_TEXT_PP(0);
+	len = VARSIZE_ANY_EXHDR(t);
 	if (len == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -54,7 +97,11 @@ api_name(FunctionCallInfo fcinfo)
 				 errmsg("lock name is too long"),
 				 errdetail("Lock names are limited to %d bytes; this one has %d.",
 						   ZKL_NAME_MAX_BYTES, len)));
-	return text_to_cstring(t);
+	escaped = palloc(ZKL_ESCAPED_MAX);
+	zkl_names_escape(VARDATA_ANY(t), len, escaped);
+	name.display = text_to_cstring(t);
+	name.component = escaped;
+	return name;
 }
 
 /*
@@ -63,14 +110,21 @@ api_name(FunctionCallInfo fcinfo)
  * extract(epoch from interval).
  */
 static int64
-api_timeout_ms(FunctionCallInfo fcinfo)
+api_timeout_ms(FunctionCallInfo fcinfo, ApiKey kind)
 {
+	int			arg = api_key_args(kind);
 	Interval   *iv;
 	double		usecs;
 
-	if (PG_NARGS() < 2 || PG_ARGISNULL(1))
+	if (PG_NARGS() <= arg || PG_ARGISNULL(arg))
 		return LockTimeout > 0 ? LockTimeout : -1;
-	iv = PG_GETARG_INTERVAL_P(1);
+	if (kind == API_TEXT_TT)
+		iv = DatumGetIntervalP(DirectFunctionCall3(interval_in,
+												   CStringGetDatum(TextDatumGetCString(PG_GETARG_DATUM(arg))),
+												   ObjectIdGetDatum(InvalidOid),
+												   Int32GetDatum(-1)));
+	else
+		iv = PG_GETARG_INTERVAL_P(arg);
 	usecs = (double) iv->time + (double) iv->day * USECS_PER_DAY +
 		(double) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
 	if (usecs < 0)
@@ -84,20 +138,20 @@ api_timeout_ms(FunctionCallInfo fcinfo)
 
 /* The waiting forms: the token, or 55P03 when the timeout passes. */
 static Datum
-api_lock(FunctionCallInfo fcinfo, bool shared, bool xact)
+api_lock(FunctionCallInfo fcinfo, ApiKey kind, bool shared, bool xact)
 {
-	char	   *name;
+	ZklName		name;
 	int64		timeout;
 	int64		token;
 
-	if (PG_ARGISNULL(0))
+	if (api_key_is_null(fcinfo, kind))
 		PG_RETURN_NULL();
-	name = api_name(fcinfo);
-	timeout = api_timeout_ms(fcinfo);
-	if (!zkl_lockset_acquire(name, shared, xact, timeout, &token))
+	name = api_name(fcinfo, kind);
+	timeout = api_timeout_ms(fcinfo, kind);
+	if (!zkl_lockset_acquire(&name, shared, xact, timeout, &token))
 		ereport(ERROR,
 				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-				 errmsg("could not obtain ZooKeeper lock \"%s\"", name),
+				 errmsg("could not obtain ZooKeeper lock \"%s\"", name.display),
 				 errdetail("The lock was not granted within " INT64_FORMAT " ms.",
 						   timeout)));
 	PG_RETURN_INT64(token);
@@ -105,76 +159,90 @@ api_lock(FunctionCallInfo fcinfo, bool shared, bool xact)
 
 /* The try forms: false when the timeout passes. */
 static Datum
-api_try_lock(FunctionCallInfo fcinfo, bool shared, bool xact)
+api_try_lock(FunctionCallInfo fcinfo, ApiKey kind, bool shared, bool xact)
 {
-	char	   *name;
+	ZklName		name;
 	int64		token;
 
-	if (PG_ARGISNULL(0))
+	if (api_key_is_null(fcinfo, kind))
 		PG_RETURN_NULL();
-	name = api_name(fcinfo);
-	PG_RETURN_BOOL(zkl_lockset_acquire(name, shared, xact,
-									   api_timeout_ms(fcinfo), &token));
+	name = api_name(fcinfo, kind);
+	PG_RETURN_BOOL(zkl_lockset_acquire(&name, shared, xact,
+									   api_timeout_ms(fcinfo, kind), &token));
+}
+
+/* Unlock forms are STRICT: a NULL argument never gets here. */
+static Datum
+api_unlock(FunctionCallInfo fcinfo, ApiKey kind, bool shared)
+{
+	ZklName		name = api_name(fcinfo, kind);
+
+	PG_RETURN_BOOL(zkl_lockset_release(&name, shared));
+}
+
+/* The znode path of a lock's directory, for other clients. */
+static Datum
+api_lock_path(FunctionCallInfo fcinfo, ApiKey kind)
+{
+	ZklName		name = api_name(fcinfo, kind);
+
+	PG_RETURN_TEXT_P(cstring_to_text(zkl_lockset_dir(&name)));
+}
+
+/*
+ * One SQL function name, several C entry points: text name, bigint key
+ * and (int, int) key, and for the acquiring functions a text name with a
+ * text timeout.  The 1.0 install script binds the text forms by their
+ * plain names; the 1.1 upgrade adds the others.
+ */
+#define API_KEYED(fn, call, ...) \
+PG_FUNCTION_INFO_V1(fn); \
+PG_FUNCTION_INFO_V1(fn##_int8); \
+PG_FUNCTION_INFO_V1(fn##_int4); \
+Datum fn(PG_FUNCTION_ARGS) { return call(fcinfo, API_TEXT, __VA_ARGS__); } \
+Datum fn##_int8(PG_FUNCTION_ARGS) { return call(fcinfo, API_INT8, __VA_ARGS__); } \
+Datum fn##_int4(PG_FUNCTION_ARGS) { return call(fcinfo, API_INT4_PAIR, __VA_ARGS__); }
+
+#define API_ACQUIRING(fn, call, ...) \
+API_KEYED(fn, call, __VA_ARGS__) \
+PG_FUNCTION_INFO_V1(fn##_tt); \
+Datum fn##_tt(PG_FUNCTION_ARGS) { return call(fcinfo, API_TEXT_TT, __VA_ARGS__); }
+
+API_ACQUIRING(zk_lock, api_lock, false, false)
+API_ACQUIRING(zk_lock_shared, api_lock, true, false)
+API_ACQUIRING(zk_xact_lock, api_lock, false, true)
+API_ACQUIRING(zk_xact_lock_shared, api_lock, true, true)
+API_ACQUIRING(zk_try_lock, api_try_lock, false, false)
+API_ACQUIRING(zk_try_lock_shared, api_try_lock, true, false)
+API_ACQUIRING(zk_try_xact_lock, api_try_lock, false, true)
+API_ACQUIRING(zk_try_xact_lock_shared, api_try_lock, true, true)
+API_KEYED(zk_unlock, api_unlock, false)
+API_KEYED(zk_unlock_shared, api_unlock, true)
+
+PG_FUNCTION_INFO_V1(zk_unlock_all);
+PG_FUNCTION_INFO_V1(zk_locks_info);
+PG_FUNCTION_INFO_V1(zk_lock_path);
+PG_FUNCTION_INFO_V1(zk_lock_path_int8);
+PG_FUNCTION_INFO_V1(zk_lock_path_int4);
+PG_FUNCTION_INFO_V1(zk_lock_queue_raw);
+PG_FUNCTION_INFO_V1(zk_session);
+
+Datum
+zk_lock_path(PG_FUNCTION_ARGS)
+{
+	return api_lock_path(fcinfo, API_TEXT);
 }
 
 Datum
-zk_lock(PG_FUNCTION_ARGS)
+zk_lock_path_int8(PG_FUNCTION_ARGS)
 {
-	return api_lock(fcinfo, false, false);
+	return api_lock_path(fcinfo, API_INT8);
 }
 
 Datum
-zk_lock_shared(PG_FUNCTION_ARGS)
+zk_lock_path_int4(PG_FUNCTION_ARGS)
 {
-	return api_lock(fcinfo, true, false);
-}
-
-Datum
-zk_xact_lock(PG_FUNCTION_ARGS)
-{
-	return api_lock(fcinfo, false, true);
-}
-
-Datum
-zk_xact_lock_shared(PG_FUNCTION_ARGS)
-{
-	return api_lock(fcinfo, true, true);
-}
-
-Datum
-zk_try_lock(PG_FUNCTION_ARGS)
-{
-	return api_try_lock(fcinfo, false, false);
-}
-
-Datum
-zk_try_lock_shared(PG_FUNCTION_ARGS)
-{
-	return api_try_lock(fcinfo, true, false);
-}
-
-Datum
-zk_try_xact_lock(PG_FUNCTION_ARGS)
-{
-	return api_try_lock(fcinfo, false, true);
-}
-
-Datum
-zk_try_xact_lock_shared(PG_FUNCTION_ARGS)
-{
-	return api_try_lock(fcinfo, true, true);
-}
-
-Datum
-zk_unlock(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(zkl_lockset_release(api_name(fcinfo), false));
-}
-
-Datum
-zk_unlock_shared(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(zkl_lockset_release(api_name(fcinfo), true));
+	return api_lock_path(fcinfo, API_INT4_PAIR);
 }
 
 Datum
@@ -226,23 +294,77 @@ zk_locks_info(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* The znode path of a lock's directory, for other clients. */
-Datum
-zk_lock_path(PG_FUNCTION_ARGS)
+/*
+ * Node data as text: as it is when it is valid in the database encoding,
+ * else in bytea's hex form, so that any client's bytes can be shown.
+ */
+static Datum
+api_data_text(const char *data)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(zkl_lockset_dir(api_name(fcinfo))));
+	size_t		len = strlen(data);
+	StringInfoData buf;
+
+	if (pg_verifymbstr(data, (int) len, true))
+		return CStringGetTextDatum(data);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "\\x");
+	for (size_t i = 0; i < len; i++)
+		appendStringInfo(&buf, "%02x", (unsigned char) data[i]);
+	return CStringGetTextDatum(buf.data);
 }
 
-/* Every contender of a lock, from ZooKeeper; zk_lock_queue() parses it. */
+/* An owner field (UTF-8) as text, or NULL when this database can't hold it. */
+static bool
+api_owner_text(const char *s, Datum *out)
+{
+	int			enc = GetDatabaseEncoding();
+
+	if (s == NULL)
+		return false;
+	if (enc != PG_UTF8 && enc != PG_SQL_ASCII && !pg_is_ascii(s))
+		return false;
+	*out = CStringGetTextDatum(s);
+	return true;
+}
+
+/*
+ * An owner's acquired_at as timestamptz, parsed without raising: another
+ * client's data must not break the view.
+ */
+static bool
+api_owner_time(const char *s, Datum *out)
+{
+	char		workbuf[MAXDATELEN + MAXDATEFIELDS];
+	char	   *field[MAXDATEFIELDS];
+	int			ftype[MAXDATEFIELDS];
+	int			nf;
+	int			dtype;
+	int			tz;
+	struct pg_tm tt;
+	fsec_t		fsec;
+	TimestampTz ts;
+
+	if (s == NULL || strlen(s) >= MAXDATELEN ||
+		ParseDateTime(s, workbuf, sizeof(workbuf), field, ftype,
+					  MAXDATEFIELDS, &nf) != 0 ||
+		DecodeDateTime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0 ||
+		dtype != DTK_DATE || tm2timestamp(&tt, fsec, &tz, &ts) != 0 ||
+		!IS_VALID_TIMESTAMP(ts))
+		return false;
+	*out = TimestampTzGetDatum(ts);
+	return true;
+}
+
+/* Every contender of a lock, from ZooKeeper, with its raw node data. */
 Datum
 zk_lock_queue_raw(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *name = api_name(fcinfo);
+	ZklName		name = api_name(fcinfo, API_TEXT);
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_queue(name))
+	foreach(lc, zkl_lockset_queue(&name))
 	{
 		ZklQueueRow *row = lfirst(lc);
 		Datum		values[6];
@@ -253,10 +375,77 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 		values[2] = BoolGetDatum(row->holds);
 		values[3] = CStringGetTextDatum(row->node);
 		values[4] = Int64GetDatum(row->token);
-		values[5] = CStringGetTextDatum(row->data);
+		values[5] = api_data_text(row->data);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+/*
+ * Every contender of a lock in queue order, fleet-wide, with the owner
+ * that zklock's nodes name in their data.  Data that is not an owner
+ * record (other clients, or anything malformed) leaves the owner columns
+ * NULL and shows in data only: the view never fails on what it reads.
+ */
+static Datum
+api_lock_queue(FunctionCallInfo fcinfo, ApiKey kind)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ZklName		name = api_name(fcinfo, kind);
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, zkl_lockset_queue(&name))
+	{
+		ZklQueueRow *row = lfirst(lc);
+		size_t		len = strlen(row->data);
+		char	   *buf = palloc(ZKL_OWNER_BUF(len));
+		ZklOwner	o;
+		Datum		values[14];
+		bool		nulls[14] = {0};
+
+		(void) zkl_owner_parse(row->data, len, buf, &o);
+		values[0] = Int32GetDatum(row->position);
+		values[1] = CStringGetTextDatum(row->shared ? "shared" : "exclusive");
+		values[2] = BoolGetDatum(row->holds);
+		values[3] = CStringGetTextDatum(row->node);
+		values[4] = Int64GetDatum(row->token);
+		nulls[5] = !api_owner_text(o.cluster_name, &values[5]);
+		nulls[6] = !api_owner_text(o.host, &values[6]);
+		values[7] = Int32GetDatum(o.port);
+		nulls[7] = !o.has_port;
+		values[8] = Int32GetDatum(o.pid);
+		nulls[8] = !o.has_pid;
+		nulls[9] = !api_owner_text(o.database, &values[9]);
+		nulls[10] = !api_owner_text(o.user, &values[10]);
+		nulls[11] = !api_owner_text(o.application_name, &values[11]);
+		nulls[12] = !api_owner_time(o.acquired_at, &values[12]);
+		values[13] = api_data_text(row->data);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(zk_lock_queue);
+PG_FUNCTION_INFO_V1(zk_lock_queue_int8);
+PG_FUNCTION_INFO_V1(zk_lock_queue_int4);
+
+Datum
+zk_lock_queue(PG_FUNCTION_ARGS)
+{
+	return api_lock_queue(fcinfo, API_TEXT);
+}
+
+Datum
+zk_lock_queue_int8(PG_FUNCTION_ARGS)
+{
+	return api_lock_queue(fcinfo, API_INT8);
+}
+
+Datum
+zk_lock_queue_int4(PG_FUNCTION_ARGS)
+{
+	return api_lock_queue(fcinfo, API_INT4_PAIR);
 }
 
 /* This backend's ZooKeeper session; never opens one. */

@@ -28,4 +28,5 @@ CONF
 	--bindir="$bindir" \
 	--inputdir=. \
 	--dbname=contrib_regression \
+	--encoding=UTF8 \
 	"$@"

@@ -1,0 +1,27 @@
+--
+-- Upgrade from 1.0: ALTER EXTENSION zklock UPDATE adds the 1.1 surface
+-- with the 1.0 privilege rules, and a lock held across it stays held.
+--
+DROP EXTENSION IF EXISTS zklock;
+CREATE EXTENSION zklock VERSION '1.0';
+SELECT extversion FROM pg_extension WHERE extname = 'zklock';
+-- 1.0 has no integer keys
+SELECT zk_lock(42);
+\echo :LAST_ERROR_SQLSTATE
+-- a lock held across the update stays held and releasable
+SELECT zk_lock('held-across-update') > 0;
+ALTER EXTENSION zklock UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'zklock';
+SELECT name, holds, state FROM zk_locks;
+SELECT zk_unlock('held-across-update');
+SELECT zk_lock(42) > 0, zk_unlock(42);
+
+-- what the update left: every function, its language, strictness and
+-- whether PUBLIC may call it (acquiring forms must not be)
+SELECT p.oid::regprocedure AS function, l.lanname, p.proisstrict,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public_may_call
+  FROM pg_proc p
+  JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
+  JOIN pg_language l ON l.oid = p.prolang
+ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock')
+ ORDER BY p.oid::regprocedure::text;

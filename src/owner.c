@@ -1,0 +1,490 @@
+/*-------------------------------------------------------------------------
+ *
+ * owner.c
+ *	  Read the owner record of a lock node (the JSON object zklock writes:
+ *	  host, port, cluster_name, pid, database, user, application_name,
+ *	  acquired_at) for the fleet view.
+ *
+ * Node data comes from any client, so nothing here trusts it: the parser
+ * accepts exactly RFC 8259 JSON (UTF-8, no NUL), bounds its nesting,
+ * never reads past len, and fails softly.  Anything that is not a JSON
+ * object gives false, and the view shows the raw data alone; a field of
+ * the wrong type is left out.  Plain C, no palloc and no elog, so that the
+ * unit tests can fuzz it (test/unit/test_owner.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "owner.h"
+
+#include <string.h>
+
+/* Nesting deeper than this is not an owner record. */
+#define OWNER_MAX_DEPTH 32
+
+typedef struct OwnerParser
+{
+	const char *p;
+	const char *end;
+	char	   *out;			/* next free byte of the caller's buffer */
+} OwnerParser;
+
+static bool owner_value(OwnerParser *ps, int depth);
+
+/* Length of the UTF-8 sequence at s (at most len bytes), 0 if invalid. */
+static size_t
+owner_utf8_char(const unsigned char *s, size_t len)
+{
+	uint32_t	cp;
+	size_t		n;
+
+	if (s[0] < 0x80)
+		return s[0] == 0 ? 0 : 1;
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		n = 2, cp = s[0] & 0x1F;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		n = 3, cp = s[0] & 0x0F;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len < n)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+	{
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	/* Overlong forms, surrogates, beyond U+10FFFF. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+		(cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+		return 0;
+	return n;
+}
+
+/* Whether s[0..len) is valid UTF-8 without NUL bytes. */
+bool
+zkl_owner_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *) s;
+	size_t		i = 0;
+
+	while (i < len)
+	{
+		size_t		n = owner_utf8_char(u + i, len - i);
+
+		if (n == 0)
+			return false;
+		i += n;
+	}
+	return true;
+}
+
+static void
+owner_skip_ws(OwnerParser *ps)
+{
+	while (ps->p < ps->end &&
+		   (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+		ps->p++;
+}
+
+static int
+owner_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Four hex digits of a \u escape; -1 if they are not. */
+static int32_t
+owner_u16(OwnerParser *ps)
+{
+	int32_t		v = 0;
+
+	if (ps->end - ps->p < 4)
+		return -1;
+	for (int i = 0; i < 4; i++)
+	{
+		int			h = owner_hex(ps->p[i]);
+
+		if (h < 0)
+			return -1;
+		v = v * 16 + h;
+	}
+	ps->p += 4;
+	return v;
+}
+
+static void
+owner_put_utf8(OwnerParser *ps, uint32_t cp)
+{
+	if (cp < 0x80)
+		*ps->out++ = (char) cp;
+	else if (cp < 0x800)
+	{
+		*ps->out++ = (char) (0xC0 | (cp >> 6));
+		*ps->out++ = (char) (0x80 | (cp & 0x3F));
+	}
+	else if (cp < 0x10000)
+	{
+		*ps->out++ = (char) (0xE0 | (cp >> 12));
+		*ps->out++ = (char) (0x80 | ((cp >> 6) & 0x3F));
+		*ps->out++ = (char) (0x80 | (cp & 0x3F));
+	}
+	else
+	{
+		*ps->out++ = (char) (0xF0 | (cp >> 18));
+		*ps->out++ = (char) (0x80 | ((cp >> 12) & 0x3F));
+		*ps->out++ = (char) (0x80 | ((cp >> 6) & 0x3F));
+		*ps->out++ = (char) (0x80 | (cp & 0x3F));
+	}
+}
+
+/* A \u escape (after the "\u"), with its low surrogate if it needs one. */
+static bool
+owner_unicode_escape(OwnerParser *ps)
+{
+	int32_t		hi = owner_u16(ps);
+	int32_t		lo;
+
+	if (hi <= 0)				/* invalid, or U+0000, which text can't hold */
+		return false;
+	if (hi >= 0xDC00 && hi <= 0xDFFF)
+		return false;
+	if (hi < 0xD800 || hi > 0xDBFF)
+	{
+		owner_put_utf8(ps, (uint32_t) hi);
+		return true;
+	}
+	if (ps->end - ps->p < 2 || ps->p[0] != '\\' || ps->p[1] != 'u')
+		return false;
+	ps->p += 2;
+	lo = owner_u16(ps);
+	if (lo < 0xDC00 || lo > 0xDFFF)
+		return false;
+	owner_put_utf8(ps, 0x10000 + (((uint32_t) hi - 0xD800) << 10) +
+				   ((uint32_t) lo - 0xDC00));
+	return true;
+}
+
+/*
+ * A string, decoded into the buffer and NUL-terminated; *s points at it.
+ * The decoded form is never longer than the quoted source, so the buffer
+ * (one byte more than the data) cannot overflow.
+ */
+static bool
+owner_string(OwnerParser *ps, const char **s)
+{
+	*s = ps->out;
+	if (ps->p >= ps->end || *ps->p != '"')
+		return false;
+	ps->p++;
+	while (ps->p < ps->end && *ps->p != '"')
+	{
+		unsigned char c = (unsigned char) *ps->p;
+
+		if (c < 0x20)
+			return false;
+		if (c == '\\')
+		{
+			if (++ps->p >= ps->end)
+				return false;
+			c = (unsigned char) *ps->p++;
+			switch (c)
+			{
+				case '"':
+				case '\\':
+				case '/':
+					*ps->out++ = (char) c;
+					break;
+				case 'b':
+					*ps->out++ = '\b';
+					break;
+				case 'f':
+					*ps->out++ = '\f';
+					break;
+				case 'n':
+					*ps->out++ = '\n';
+					break;
+				case 'r':
+					*ps->out++ = '\r';
+					break;
+				case 't':
+					*ps->out++ = '\t';
+					break;
+				case 'u':
+					if (!owner_unicode_escape(ps))
+						return false;
+					break;
+				default:
+					return false;
+			}
+		}
+		else
+		{
+			size_t		n = owner_utf8_char((const unsigned char *) ps->p,
+											(size_t) (ps->end - ps->p));
+
+			if (n == 0)
+				return false;
+			memcpy(ps->out, ps->p, n);
+			ps->out += n;
+			ps->p += n;
+		}
+	}
+	if (ps->p >= ps->end)
+		return false;
+	ps->p++;
+	*ps->out++ = '\0';
+	return true;
+}
+
+/*
+ * A number.  *is_int32 says whether it is an integer (no fraction, no
+ * exponent) within int32, with its value in *v.
+ */
+static bool
+owner_number(OwnerParser *ps, bool *is_int32, int32_t *v)
+{
+	bool		negative = false;
+	int64_t		acc = 0;
+	bool		fits = true;
+
+	*is_int32 = false;
+	if (ps->p < ps->end && *ps->p == '-')
+	{
+		negative = true;
+		ps->p++;
+	}
+	if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9')
+		return false;
+	if (*ps->p == '0')
+		ps->p++;
+	else
+		while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
+		{
+			if (acc <= INT32_MAX + 1LL)
+				acc = acc * 10 + (*ps->p - '0');
+			ps->p++;
+		}
+	if (ps->p < ps->end && *ps->p == '.')
+	{
+		fits = false;
+		if (++ps->p >= ps->end || *ps->p < '0' || *ps->p > '9')
+			return false;
+		while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
+			ps->p++;
+	}
+	if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E'))
+	{
+		fits = false;
+		if (++ps->p < ps->end && (*ps->p == '+' || *ps->p == '-'))
+			ps->p++;
+		if (ps->p >= ps->end || *ps->p < '0' || *ps->p > '9')
+			return false;
+		while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
+			ps->p++;
+	}
+	if (negative)
+		acc = -acc;
+	if (fits && acc >= INT32_MIN && acc <= INT32_MAX)
+	{
+		*is_int32 = true;
+		*v = (int32_t) acc;
+	}
+	return true;
+}
+
+static bool
+owner_literal(OwnerParser *ps, const char *word)
+{
+	size_t		n = strlen(word);
+
+	if ((size_t) (ps->end - ps->p) < n || memcmp(ps->p, word, n) != 0)
+		return false;
+	ps->p += n;
+	return true;
+}
+
+/* An object or array whose contents are not wanted: checked, then dropped. */
+static bool
+owner_container(OwnerParser *ps, int depth)
+{
+	char		close = *ps->p == '{' ? '}' : ']';
+	char	   *mark = ps->out;
+	bool		first = true;
+
+	if (depth >= OWNER_MAX_DEPTH)
+		return false;
+	ps->p++;
+	owner_skip_ws(ps);
+	while (ps->p < ps->end && *ps->p != close)
+	{
+		const char *key;
+
+		if (!first)
+		{
+			if (*ps->p != ',')
+				return false;
+			ps->p++;
+			owner_skip_ws(ps);
+		}
+		first = false;
+		if (close == '}')
+		{
+			if (!owner_string(ps, &key))
+				return false;
+			owner_skip_ws(ps);
+			if (ps->p >= ps->end || *ps->p != ':')
+				return false;
+			ps->p++;
+			owner_skip_ws(ps);
+		}
+		if (!owner_value(ps, depth + 1))
+			return false;
+		owner_skip_ws(ps);
+		ps->out = mark;
+	}
+	if (ps->p >= ps->end)
+		return false;
+	ps->p++;
+	return true;
+}
+
+/* Any value, dropped. */
+static bool
+owner_value(OwnerParser *ps, int depth)
+{
+	const char *s;
+	bool		is_int32;
+	int32_t		v;
+
+	if (ps->p >= ps->end)
+		return false;
+	switch (*ps->p)
+	{
+		case '{':
+		case '[':
+			return owner_container(ps, depth);
+		case '"':
+			return owner_string(ps, &s);
+		case 't':
+			return owner_literal(ps, "true");
+		case 'f':
+			return owner_literal(ps, "false");
+		case 'n':
+			return owner_literal(ps, "null");
+		default:
+			return owner_number(ps, &is_int32, &v);
+	}
+}
+
+/* Which owner field a key names; NULL for the integer and unknown ones. */
+static const char **
+owner_string_field(ZklOwner *out, const char *key)
+{
+	if (strcmp(key, "host") == 0)
+		return &out->host;
+	if (strcmp(key, "cluster_name") == 0)
+		return &out->cluster_name;
+	if (strcmp(key, "database") == 0)
+		return &out->database;
+	if (strcmp(key, "user") == 0)
+		return &out->user;
+	if (strcmp(key, "application_name") == 0)
+		return &out->application_name;
+	if (strcmp(key, "acquired_at") == 0)
+		return &out->acquired_at;
+	return NULL;
+}
+
+/* One member of the top-level object: a known field is kept, the rest dropped. */
+static bool
+owner_member(OwnerParser *ps, ZklOwner *out)
+{
+	const char *key;
+	const char **field;
+	char	   *mark = ps->out;
+
+	if (!owner_string(ps, &key))
+		return false;
+	owner_skip_ws(ps);
+	if (ps->p >= ps->end || *ps->p != ':')
+		return false;
+	ps->p++;
+	owner_skip_ws(ps);
+	if (ps->p >= ps->end)
+		return false;
+	field = owner_string_field(out, key);
+	if (field != NULL)
+	{
+		*field = NULL;
+		if (*ps->p == '"')
+		{
+			/* Keep the value; the key's bytes before it are wasted, not reused. */
+			return owner_string(ps, field);
+		}
+	}
+	else if (strcmp(key, "port") == 0 || strcmp(key, "pid") == 0)
+	{
+		bool	   *has = key[1] == 'o' ? &out->has_port : &out->has_pid;
+		int32_t    *val = key[1] == 'o' ? &out->port : &out->pid;
+
+		*has = false;
+		if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9'))
+		{
+			ps->out = mark;
+			return owner_number(ps, has, val);
+		}
+	}
+	ps->out = mark;
+	return owner_value(ps, 1);
+}
+
+/*
+ * Parse data[0..len) as an owner record into out; strings are decoded
+ * into buf, which has ZKL_OWNER_BUF(len) bytes.  False when the data is not
+ * a JSON object (out is then all empty).  Duplicate keys: the last wins,
+ * as in jsonb.
+ */
+bool
+zkl_owner_parse(const char *data, size_t len, char *buf, ZklOwner *out)
+{
+	OwnerParser ps = {data, data + len, buf};
+	bool		first = true;
+
+	memset(out, 0, sizeof(*out));
+	owner_skip_ws(&ps);
+	if (ps.p >= ps.end || *ps.p != '{')
+		return false;
+	ps.p++;
+	owner_skip_ws(&ps);
+	while (ps.p < ps.end && *ps.p != '}')
+	{
+		if (!first)
+		{
+			if (*ps.p != ',')
+				break;
+			ps.p++;
+			owner_skip_ws(&ps);
+		}
+		first = false;
+		if (!owner_member(&ps, out))
+			break;
+		owner_skip_ws(&ps);
+	}
+	if (ps.p < ps.end && *ps.p == '}')
+	{
+		ps.p++;
+		owner_skip_ws(&ps);
+		if (ps.p == ps.end)
+			return true;
+	}
+	memset(out, 0, sizeof(*out));
+	return false;
+}

@@ -1,0 +1,45 @@
+/*-------------------------------------------------------------------------
+ *
+ * owner.h
+ *	  The owner record zklock writes into its lock nodes, read back for the
+ *	  fleet view (owner.c).
+ *
+ * Plain C with no PostgreSQL dependency, so that the parser can be fuzzed
+ * by the unit tests: node data comes from any ZooKeeper client.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_OWNER_H
+#define ZKLOCK_OWNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The fields of an owner record.  A string field is NULL when the record
+ * lacks it or gives it another type; strings are valid UTF-8 without NUL
+ * bytes and point into the caller's buffer.
+ */
+typedef struct ZklOwner
+{
+	const char *host;
+	const char *cluster_name;
+	const char *database;
+	const char *user;
+	const char *application_name;
+	const char *acquired_at;
+	bool		has_port;
+	int32_t		port;
+	bool		has_pid;
+	int32_t		pid;
+} ZklOwner;
+
+/* Room the caller gives zkl_owner_parse for len bytes of data. */
+#define ZKL_OWNER_BUF(len) ((len) + 1)
+
+extern bool zkl_owner_parse(const char *data, size_t len, char *buf,
+							ZklOwner *out);
+extern bool zkl_owner_utf8_valid(const char *s, size_t len);
+
+#endif							/* ZKLOCK_OWNER_H */

@@ -508,8 +508,7 @@ lockset_refuse_prepare(void)
 						   lock->name)));
 	}
 	/* A prepared transaction commits later: the same rule as a commit. */
-	if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
-		lockset_check_losses(true);
+	lockset_check_losses(TransactionIdIsValid(GetTopTransactionIdIfAny()));
 }
 
 /* End every transaction hold; for commit and abort.  Never raises. */
@@ -539,9 +538,11 @@ lockset_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			/* Without a transaction id nothing this commit makes is durable. */
-			if (TransactionIdIsValid(GetTopTransactionIdIfAny()))
-				lockset_check_losses(true);
+			/*
+			 * Without a transaction id nothing this commit makes is
+			 * durable: only zklock.on_lock_loss = terminate acts on it.
+			 */
+			lockset_check_losses(TransactionIdIsValid(GetTopTransactionIdIfAny()));
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			lockset_refuse_prepare();

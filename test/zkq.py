@@ -9,6 +9,8 @@
                              class name (NoAuthError, NoNodeError, ...)
   zkq.py HOSTS create PATH   create PATH and its parents with an open ACL;
                              prints "created" or the error's class name
+  zkq.py HOSTS put PATH HEX  create PATH (parents too) holding the bytes
+                             HEX spells; prints "created" or the class name
 
 An optional first argument --auth USER:PASSWORD authenticates with digest.
 
@@ -36,9 +38,14 @@ def main(argv):
     if len(argv) > 2 and argv[1] == "--auth":
         auth = [("digest", argv[2])]
         argv = argv[:1] + argv[3:]
-    if len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete", "create"):
+    if argv[2:3] == ["put"] and len(argv) == 5:
+        data = bytes.fromhex(argv[4])
+        argv = argv[:4]
+    elif len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete", "create"):
         sys.stderr.write(__doc__)
         return 2
+    else:
+        data = b""
     hosts, cmd, path = argv[1], argv[2], argv[3]
     zk = KazooClient(hosts=hosts, timeout=10.0, auth_data=auth)
     zk.start(timeout=15)
@@ -55,9 +62,9 @@ def main(argv):
                 print("deleted")
             except KazooException as e:
                 print(type(e).__name__)
-        elif cmd == "create":
+        elif cmd in ("create", "put"):
             try:
-                zk.create(path, b"", makepath=True)
+                zk.create(path, data, makepath=True)
                 print("created")
             except KazooException as e:
                 print(type(e).__name__)

@@ -118,3 +118,27 @@ RESET zklock.hosts;
 \c
 SELECT count(*) FROM zk_lock_queue('chrooted');
 SELECT zk_lock('chrooted') > 0, zk_unlock('chrooted');
+
+-- the README's grant of every acquiring form
+CREATE ROLE regress_batch_jobs;
+DO $$
+DECLARE f regprocedure;
+BEGIN
+  FOR f IN SELECT p.oid FROM pg_proc p
+             JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+            WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock')
+              AND p.proname ~ '^zk_(try_)?(xact_)?lock(_shared)?$'
+  LOOP
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO regress_batch_jobs', f);
+  END LOOP;
+END $$;
+SELECT count(*) FILTER (WHERE has_function_privilege('regress_batch_jobs', p.oid, 'EXECUTE')) AS granted,
+       count(*) FILTER (WHERE has_function_privilege('public', p.oid, 'EXECUTE')) AS public
+  FROM pg_proc p
+ WHERE p.proname ~ '^zk_(try_)?(xact_)?lock(_shared)?$';
+SET ROLE regress_batch_jobs;
+SELECT zk_try_lock(5, 6), zk_try_lock('granted-all', '1s'), zk_lock(7) > 0;
+SELECT zk_unlock_all();
+RESET ROLE;
+DROP OWNED BY regress_batch_jobs;
+DROP ROLE regress_batch_jobs;

@@ -4,7 +4,8 @@
 # (fault tests 6 and 7): a create carried out by the server whose reply is
 # lost to a connection drop is found again and adopted, never duplicated,
 # never orphaned; a waiter cancelled while ZooKeeper is unreachable leaves
-# no node once the connection is back, and the next waiter gets the lock.
+# no node once the connection is back, and the next waiter gets the lock; a
+# waiter cut off until its timeout gets a connection error, not false.
 
 use strict;
 use warnings;
@@ -92,6 +93,28 @@ $h2->query_safe("SELECT zk_unlock('unreach')");
 ok(poll_until(sub { !is_waiting($node, $vpid) }, 30), 'the next waiter gets the lock');
 ($out, $err) = finish_wait($v);
 ok($out > 0 && $err eq '', 'with a token');
+
+# --- a wait cut off from the ensemble until its timeout ends with a
+# connection error (08006), never with "not granted": nobody holds the lock
+# by then, and the waiter cannot know.
+my $h3 = session(0);
+$h3->query_safe("SELECT zk_lock('cutoff')");
+my $c = session(1);
+my $cpid = backend_pid($c);
+$c->query_safe('\\set VERBOSITY verbose');
+start_wait($c, "SELECT zk_try_lock('cutoff', '4s')");
+ok(poll_until(sub { is_waiting($node, $cpid) && zk_count($zk, '/zklock/cutoff') == 2 }),
+	'a waiter behind the proxy is queued behind a holder');
+$proxy->mode('cut');
+$h3->query_safe("SELECT zk_unlock('cutoff')");
+($out, $err) = finish_wait($c);
+like($err, qr/ERROR:  08006: lost connection to ZooKeeper while waiting for lock/,
+	'cut off until its timeout: a connection error, not false')
+  or diag("out: $out");
+$proxy->mode('pass');
+ok(poll_until(sub { zk_count($zk, '/zklock/cutoff') == 0 }, 30),
+	'its node is deleted once the connection is back');
+is($c->query_safe("SELECT zk_try_lock('cutoff')"), 't', 'and the lock is free for it');
 
 # The client library's complaints about the cut went to the server log,
 # from the main thread, and never to the client.

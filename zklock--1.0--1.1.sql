@@ -162,6 +162,18 @@ CREATE FUNCTION zk_lock_queue(
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_lock_queue_int4' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
 
+-- The fleet's wait-for graph, for operators (like pg_blocking_pids, but
+-- across clusters): every zklock backend that has waited at least
+-- deadlock_timeout, each contender in its way, and that contender's owner
+-- when it is a zklock node (other clients' nodes have NULL owners).
+CREATE FUNCTION zk_lock_waits(
+    OUT waiter_cluster_name text, OUT waiter_pid integer, OUT lock_path text,
+    OUT waiter_node text, OUT blocker_node text, OUT blocker_holds boolean,
+    OUT blocker_cluster_name text, OUT blocker_host text,
+    OUT blocker_pid integer, OUT blocker_data text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_lock_waits' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
 -- The acquiring forms stay off PUBLIC, as in 1.0 (README.md, "Privileges").
 REVOKE EXECUTE ON FUNCTION
     zk_lock(text, text), zk_lock(bigint, interval), zk_lock(integer, integer, interval),

@@ -414,6 +414,14 @@ zkl_lockset_queue(const ZklName *name)
 	return zkl_recipe_queue(zkl_lockset_dir(name));
 }
 
+/* The fleet's published waits and what blocks them, from ZooKeeper. */
+List *
+zkl_lockset_waits(void)
+{
+	zkl_recipe_connect();
+	return zkl_deadlock_waits();
+}
+
 /* This backend's session, and how many (name, mode) locks it holds. */
 void
 zkl_lockset_session(ZklSessionInfo *info, int *locks)

@@ -252,3 +252,37 @@ zkl_names_blocker(const ZklChild *sorted, int n, int self)
 	}
 	return -1;
 }
+
+/*
+ * Whether child i stands in the way of child self (both of one sorted
+ * listing), for the wait-for graph: every earlier node of another session
+ * blocks an exclusive waiter, every earlier exclusive one a shared waiter.
+ * Waiters ahead count too, since in a FIFO queue they are served first.
+ */
+bool
+zkl_names_blocks(const ZklChild *sorted, int self, int i)
+{
+	if (i >= self || sorted[i].ours)
+		return false;
+	return !sorted[self].shared || !sorted[i].shared;
+}
+
+/*
+ * The ZooKeeper-session part of a zklock node's uuid ("_c_" and the first
+ * ZKL_UUID_SESSION_LEN characters of the uuid), which every node of one
+ * backend's session shares.  False for names that do not have that form
+ * (other clients, and Curator's per-create protection uuids, which then
+ * name no session that publishes a wait).
+ */
+bool
+zkl_names_session_of(const char *child, char out[ZKL_UUID_SESSION_LEN + 1])
+{
+	size_t		plen = strlen(ZKL_PROTECT_PREFIX);
+
+	if (strncmp(child, ZKL_PROTECT_PREFIX, plen) != 0 ||
+		strlen(child) < plen + ZKL_UUID_LEN)
+		return false;
+	memcpy(out, child + plen, ZKL_UUID_SESSION_LEN);
+	out[ZKL_UUID_SESSION_LEN] = '\0';
+	return true;
+}

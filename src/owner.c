@@ -3,7 +3,8 @@
  * owner.c
  *	  Read the owner record of a lock node (the JSON object zklock writes:
  *	  host, port, cluster_name, pid, database, user, application_name,
- *	  acquired_at) for the fleet view.
+ *	  acquired_at) for the fleet view, and of a wait entry (the same, with
+ *	  waits_dir and waits_node) for the deadlock search.
  *
  * Node data comes from any client, so nothing here trusts it: the parser
  * accepts exactly RFC 8259 JSON (UTF-8, no NUL), bounds its nesting,
@@ -400,6 +401,10 @@ owner_string_field(ZklOwner *out, const char *key)
 		return &out->application_name;
 	if (strcmp(key, "acquired_at") == 0)
 		return &out->acquired_at;
+	if (strcmp(key, "waits_dir") == 0)
+		return &out->waits_dir;
+	if (strcmp(key, "waits_node") == 0)
+		return &out->waits_node;
 	return NULL;
 }
 

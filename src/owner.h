@@ -29,6 +29,8 @@ typedef struct ZklOwner
 	const char *user;
 	const char *application_name;
 	const char *acquired_at;
+	const char *waits_dir;		/* wait entries: the lock directory */
+	const char *waits_node;		/* wait entries: the waiting node's name */
 	bool		has_port;
 	int32_t		port;
 	bool		has_pid;

@@ -29,6 +29,7 @@
 
 #include <string.h>
 
+#include "storage/proc.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -75,6 +76,10 @@ typedef struct ZklRecipe
 	int			nstats;
 	char	   *watched;		/* node we wait for (and may watch) */
 	ZklWatchMark mark;			/* notification counts when it was watched */
+	TimestampTz next_check;		/* next deadlock search, 0: none */
+	char	   *wait_entry;		/* our published wait, once sent */
+	ZklOp	   *publish_dir;
+	ZklOp	   *publish;
 } ZklRecipe;
 
 /* Let go of a request (session.c cleans up after it) and clear the slot. */
@@ -443,12 +448,48 @@ recipe_find_own(ZklRecipe *r)
 	return RS_ENQUEUE;
 }
 
+/*
+ * A wait has lasted another deadlock_timeout: publish it (once), then look
+ * for a cycle through it; raises 40P01 if this backend is to end it.
+ */
+static void
+recipe_check_deadlock(ZklRecipe *r)
+{
+	if (r->wait_entry == NULL)
+	{
+		r->wait_entry = zkl_deadlock_publish(r->dir, r->node, r->data,
+											 &r->publish_dir, &r->publish);
+		(void) zkl_session_answer(r->publish_dir);
+		(void) zkl_session_answer(r->publish);
+		recipe_drop(&r->publish_dir);
+		recipe_drop(&r->publish);
+	}
+	zkl_deadlock_check(r->dir, r->node);
+}
+
+/*
+ * Wait for the watch, in slices of deadlock_timeout: after each, search
+ * for a deadlock (waits shorter than that never search).
+ */
 static ZklRecipeState
 recipe_wait(ZklRecipe *r)
 {
-	if (!zkl_session_await_watch(&r->mark, r->deadline))
+	TimestampTz until = r->deadline;
+	bool		check = false;
+
+	if (r->next_check != 0 && (until == 0 || r->next_check < until))
+	{
+		until = r->next_check;
+		check = true;
+	}
+	if (zkl_session_await_watch(&r->mark, until))
+		return RS_LIST;
+	if (!check)
 		return RS_TIMED_OUT;
-	return RS_LIST;
+	recipe_check_deadlock(r);
+	r->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												DeadlockTimeout);
+	return RS_WAIT;
 }
 
 /*
@@ -474,6 +515,10 @@ recipe_give_up(ZklRecipe *r)
 	for (int i = 0; i < r->nstats; i++)
 		recipe_drop(&r->stats[i]);
 	r->nstats = 0;
+	recipe_drop(&r->publish_dir);
+	recipe_drop(&r->publish);
+	if (r->wait_entry)
+		zkl_session_release(r->wait_entry);
 	if (r->watched)
 		zkl_session_unwatch(r->watched);
 	if (r->node)
@@ -528,6 +573,9 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 	r.data = data;
 	r.deadline = deadline;
 	r.epoch = zkl_session_epoch();
+	if (DeadlockTimeout > 0)
+		r.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   DeadlockTimeout);
 
 	PG_TRY();
 	{
@@ -548,6 +596,8 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 		recipe_give_up(&r);
 		return ZKL_TIMED_OUT;
 	}
+	if (r.wait_entry)
+		zkl_session_release(r.wait_entry);
 	*node = r.node;
 	*token = r.token;
 	return ZKL_ACQUIRED;

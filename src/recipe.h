@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * recipe.h
- *	  The ZooKeeper lock recipe (recipe.c), and what the lock set needs of
+ *	  The ZooKeeper lock recipe (recipe.c, with deadlock.c for the
+ *	  fleet-wide wait-for graph), and what the lock set needs of
  *	  the session below it, passed through so that each layer talks only
  *	  to its neighbour.
  *
@@ -32,10 +33,28 @@ typedef struct ZklQueueRow
 	char	   *data;
 } ZklQueueRow;
 
+/* A row of zk_lock_waits(): a published wait and one node in its way. */
+typedef struct ZklWaitRow
+{
+	char	   *waiter_cluster;
+	int			waiter_pid;
+	char	   *dir;
+	char	   *waiter_node;
+	char	   *blocker_node;
+	bool		blocker_holds;
+	char	   *blocker_data;	/* the blocking node's data, or NULL */
+} ZklWaitRow;
+
 extern ZklAcquire zkl_recipe_acquire(const char *dir, bool shared,
 									 const char *data, TimestampTz deadline,
 									 char **node, int64 *token);
 extern List *zkl_recipe_queue(const char *dir);
+
+/* deadlock.c */
+extern char *zkl_deadlock_publish(const char *dir, const char *node,
+								  const char *owner, ZklOp **mkdir, ZklOp **op);
+extern void zkl_deadlock_check(const char *dir, const char *node);
+extern List *zkl_deadlock_waits(void);
 
 extern void zkl_recipe_connect(void);
 extern uint64 zkl_recipe_epoch(void);

@@ -68,6 +68,7 @@ extern ZklOp *zkl_session_create_node(const char *path, const char *data,
 									  const char *sweep_dir,
 									  const char *sweep_prefix);
 extern ZklOp *zkl_session_create_dir(const char *path, bool container);
+extern ZklOp *zkl_session_create_mark(const char *path, const char *data);
 extern ZklOp *zkl_session_children(const char *path);
 extern ZklOp *zkl_session_watch(const char *path);
 extern ZklOp *zkl_session_get(const char *path);

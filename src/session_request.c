@@ -405,6 +405,23 @@ zkl_session_create_dir(const char *path, bool container)
 						"create", path);
 }
 
+/*
+ * Send the create of a plain ephemeral node that is no lock node: not in
+ * the lease, not swept, gone with the session (the wait entries and
+ * victim claims of the deadlock search).
+ */
+ZklOp *
+zkl_session_create_mark(const char *path, const char *data)
+{
+	ZklOp	   *op = session_new_op(ZKL_OP_CREATE_DIR);
+
+	return session_sent(op,
+						zoo_acreate2(zkl_shared.zh, path, data, (int) strlen(data),
+									 session_acl(), ZOO_EPHEMERAL,
+									 session_created, op),
+						"create", path);
+}
+
 ZklOp *
 zkl_session_children(const char *path)
 {

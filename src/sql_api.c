@@ -426,6 +426,49 @@ api_lock_queue(FunctionCallInfo fcinfo, ApiKey kind)
 	return (Datum) 0;
 }
 
+/*
+ * The fleet's wait-for graph: every zklock backend that has waited at
+ * least deadlock_timeout, with each node in its way and that node's owner
+ * (NULL for other clients' nodes).
+ */
+PG_FUNCTION_INFO_V1(zk_lock_waits);
+
+Datum
+zk_lock_waits(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, zkl_lockset_waits())
+	{
+		ZklWaitRow *row = lfirst(lc);
+		const char *data = row->blocker_data ? row->blocker_data : "";
+		char	   *buf = palloc(ZKL_OWNER_BUF(strlen(data)));
+		ZklOwner	o;
+		Datum		values[10];
+		bool		nulls[10] = {0};
+
+		(void) zkl_owner_parse(data, strlen(data), buf, &o);
+		nulls[0] = !api_owner_text(row->waiter_cluster, &values[0]);
+		values[1] = Int32GetDatum(row->waiter_pid);
+		values[2] = CStringGetTextDatum(row->dir);
+		values[3] = CStringGetTextDatum(row->waiter_node);
+		values[4] = CStringGetTextDatum(row->blocker_node);
+		values[5] = BoolGetDatum(row->blocker_holds);
+		nulls[6] = !api_owner_text(o.cluster_name, &values[6]);
+		nulls[7] = !api_owner_text(o.host, &values[7]);
+		values[8] = Int32GetDatum(o.pid);
+		nulls[8] = !o.has_pid;
+		if (row->blocker_data)
+			values[9] = api_data_text(row->blocker_data);
+		else
+			nulls[9] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
 PG_FUNCTION_INFO_V1(zk_lock_queue);
 PG_FUNCTION_INFO_V1(zk_lock_queue_int8);
 PG_FUNCTION_INFO_V1(zk_lock_queue_int4);

@@ -1,0 +1,489 @@
+/*-------------------------------------------------------------------------
+ *
+ * deadlock.c
+ *	  Deadlock detection across backends and clusters: the fleet-wide
+ *	  wait-for graph, read from ZooKeeper, and the wait entries that let
+ *	  it be read.  Part of the recipe layer: it talks to the session below.
+ *
+ * Every contender's node, and so what blocks a waiter, is in ZooKeeper
+ * already; what is not is where the owner of a blocking node waits.  A
+ * wait that has lasted deadlock_timeout publishes that in an ephemeral
+ * wait entry, <root>/.zklock-waits/<uuid of the waiting node>, holding the
+ * owner record of the node plus its directory and name (no text name
+ * escapes to a name starting with a dot, so this can't be a lock).  Waits
+ * shorter than deadlock_timeout publish nothing and search nothing.
+ *
+ * The search (every deadlock_timeout of a wait) follows edges waiter ->
+ * node ahead of it that blocks it (zkl_names_blocks) -> the session that
+ * owns that node (the session part of its uuid) -> that session's wait
+ * entries -> the node it waits with, checked to be still there and still
+ * blocked, so a stale entry never makes a false edge.  It reads with plain
+ * get and list requests: no watch, no wake for anyone.  Nodes of other
+ * clients own no entry: they count as not waiting.  A path back to a node
+ * of this backend's session is a cycle.
+ *
+ * Exactly one member of a cycle ends its wait: the first that finds the
+ * cycle and creates the ephemeral claim <root>/.zklock-deadlocks/<hash of
+ * the members' waiting nodes>; a member that finds the claim taken goes on
+ * waiting.  Claims stay until their session ends, so a member that sees
+ * the cycle late can never claim it a second time.
+ *
+ * Every request of a search is freed on every way out, a cancel included.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/memutils.h"
+
+#include "guc.h"
+#include "owner.h"
+#include "recipe.h"
+
+#define ZKL_WAITS_DIR ".zklock-waits"
+#define ZKL_CLAIMS_DIR ".zklock-deadlocks"
+
+/* Bounds of one search: members of a cycle, and lookups in all. */
+#define DL_MAX_DEPTH 64
+#define DL_MAX_LOOKUPS 512
+
+/* One waiter of the graph. */
+typedef struct DlWaiter
+{
+	char		session[ZKL_UUID_SESSION_LEN + 1];
+	char	   *dir;
+	char	   *node;			/* child name of its waiting node */
+	char	   *cluster;
+	int			pid;
+	char	   *blocked_by;		/* on a cycle: the node in its way */
+} DlWaiter;
+
+/* One directory listing, read once per search. */
+typedef struct DlListing
+{
+	char	   *dir;
+	int			n;
+	char	  **names;
+} DlListing;
+
+typedef struct DlSearch
+{
+	char		own[ZKL_UUID_SESSION_LEN + 1];
+	ZklOp	  **ops;			/* every request sent; freed on every way out */
+	int			nops;
+	int			maxops;
+	List	   *entries;		/* names in the waits directory */
+	List	   *listings;
+	List	   *visited;		/* sessions already followed */
+	DlWaiter   *path[DL_MAX_DEPTH];
+	int			depth;
+} DlSearch;
+
+static char *
+dl_waits_dir(void)
+{
+	return psprintf("%s/%s", zkl_root, ZKL_WAITS_DIR);
+}
+
+/* Send nothing more once the budget is spent; else keep the op to free. */
+static ZklRc
+dl_answer(DlSearch *s, ZklOp *op)
+{
+	if (s->nops == s->maxops)
+	{
+		s->maxops = Max(16, s->maxops * 2);
+		s->ops = s->ops ? repalloc(s->ops, sizeof(ZklOp *) * s->maxops)
+			: palloc(sizeof(ZklOp *) * s->maxops);
+	}
+	s->ops[s->nops++] = op;
+	return zkl_session_answer(op);
+}
+
+static void
+dl_free(DlSearch *s)
+{
+	for (int i = 0; i < s->nops; i++)
+		zkl_session_op_free(s->ops[i]);
+	s->nops = 0;
+}
+
+/* The children of dir, listed once per search; NULL when it is gone. */
+static DlListing *
+dl_listing(DlSearch *s, const char *dir)
+{
+	ListCell   *lc;
+	DlListing  *l;
+	ZklOp	   *op;
+	char	  **names;
+
+	foreach(lc, s->listings)
+	{
+		l = lfirst(lc);
+		if (strcmp(l->dir, dir) == 0)
+			return l;
+	}
+	if (s->nops >= DL_MAX_LOOKUPS)
+		return NULL;
+	op = zkl_session_children(dir);
+	l = palloc0(sizeof(DlListing));
+	l->dir = pstrdup(dir);
+	if (dl_answer(s, op) == ZKL_RC_OK)
+	{
+		l->n = zkl_session_op_children(op, &names);
+		l->names = palloc(sizeof(char *) * Max(l->n, 1));
+		for (int i = 0; i < l->n; i++)
+			l->names[i] = pstrdup(names[i]);
+	}
+	s->listings = lappend(s->listings, l);
+	return l;
+}
+
+/*
+ * The nodes that block w's node, as child names (NIL when w's node is gone
+ * or holds: then w does not wait there).
+ */
+static List *
+dl_blockers(DlSearch *s, const DlWaiter *w)
+{
+	DlListing  *l = dl_listing(s, w->dir);
+	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
+	ZklChild   *kids;
+	int			n = 0;
+	int			self = -1;
+	List	   *out = NIL;
+
+	if (l == NULL || l->n == 0)
+		return NIL;
+	snprintf(prefix, sizeof(prefix), "%s%s", ZKL_PROTECT_PREFIX, w->session);
+	kids = palloc(sizeof(ZklChild) * l->n);
+	for (int i = 0; i < l->n; i++)
+		if (zkl_names_parse_child(l->names[i], prefix, &kids[n]))
+			n++;
+	zkl_names_sort(kids, n);
+	for (int i = 0; i < n; i++)
+		if (strcmp(kids[i].name, w->node) == 0)
+			self = i;
+	if (self < 0 || zkl_names_blocker(kids, n, self) < 0)
+		return NIL;
+	for (int i = 0; i < self; i++)
+		if (zkl_names_blocks(kids, self, i))
+			out = lappend(out, pstrdup(kids[i].name));
+	return out;
+}
+
+/* A wait entry, read and parsed; NULL if gone or not one. */
+static DlWaiter *
+dl_read_entry(DlSearch *s, const char *entry)
+{
+	ZklOp	   *op;
+	const char *data;
+	int64		czxid;
+	char	   *buf;
+	ZklOwner	o;
+	DlWaiter   *w;
+
+	if (s->nops >= DL_MAX_LOOKUPS)
+		return NULL;
+	op = zkl_session_get(psprintf("%s/%s", dl_waits_dir(), entry));
+	if (dl_answer(s, op) != ZKL_RC_OK)
+		return NULL;
+	data = zkl_session_op_data(op, &czxid);
+	buf = palloc(ZKL_OWNER_BUF(strlen(data)));
+	if (!zkl_owner_parse(data, strlen(data), buf, &o) ||
+		o.waits_dir == NULL || o.waits_node == NULL)
+		return NULL;
+	w = palloc0(sizeof(DlWaiter));
+	strlcpy(w->session, entry, sizeof(w->session));
+	w->dir = pstrdup(o.waits_dir);
+	w->node = pstrdup(o.waits_node);
+	w->cluster = pstrdup(o.cluster_name ? o.cluster_name : "");
+	w->pid = o.has_pid ? o.pid : 0;
+	return w;
+}
+
+static bool
+dl_visited(DlSearch *s, const char *session)
+{
+	ListCell   *lc;
+
+	foreach(lc, s->visited)
+		if (strcmp(lfirst(lc), session) == 0)
+			return true;
+	s->visited = lappend(s->visited, pstrdup(session));
+	return false;
+}
+
+/*
+ * Depth-first from w (already on the path): true when a path leads back to
+ * a node of this backend's session, with s->path[0 .. depth) the cycle and
+ * each member's blocked_by set.
+ */
+static bool
+dl_visit(DlSearch *s, DlWaiter *w)
+{
+	ListCell   *lc;
+
+	s->path[s->depth++] = w;
+	foreach(lc, dl_blockers(s, w))
+	{
+		char	   *b = lfirst(lc);
+		char		session[ZKL_UUID_SESSION_LEN + 1];
+		ListCell   *ec;
+
+		if (!zkl_names_session_of(b, session))
+			continue;
+		w->blocked_by = b;
+		if (strcmp(session, s->own) == 0)
+			return true;
+		if (s->depth >= DL_MAX_DEPTH || dl_visited(s, session))
+			continue;
+		foreach(ec, s->entries)
+		{
+			char	   *entry = lfirst(ec);
+			DlWaiter   *next;
+
+			if (strncmp(entry, session, ZKL_UUID_SESSION_LEN) != 0)
+				continue;
+			next = dl_read_entry(s, entry);
+			if (next != NULL && dl_visit(s, next))
+				return true;
+		}
+	}
+	s->depth--;
+	return false;
+}
+
+/* A name for the cycle that every member computes alike. */
+static char *
+dl_cycle_key(DlSearch *s)
+{
+	const char *names[DL_MAX_DEPTH];
+	uint64		h = UINT64CONST(0xcbf29ce484222325);
+
+	for (int i = 0; i < s->depth; i++)
+		names[i] = psprintf("%s/%s", s->path[i]->dir, s->path[i]->node);
+	/* Insertion sort: a cycle has few members. */
+	for (int i = 1; i < s->depth; i++)
+		for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--)
+		{
+			const char *t = names[j];
+
+			names[j] = names[j - 1];
+			names[j - 1] = t;
+		}
+	for (int i = 0; i < s->depth; i++)
+		for (const char *p = names[i]; ; p++)
+		{
+			h = (h ^ (unsigned char) *p) * UINT64CONST(0x100000001b3);
+			if (*p == '\0')
+				break;
+		}
+	return psprintf("%016llx-%d", (unsigned long long) h, s->depth);
+}
+
+/* Claim the cycle's one abort; true if this backend got it. */
+static bool
+dl_claim(DlSearch *s)
+{
+	char	   *dir = psprintf("%s/%s", zkl_root, ZKL_CLAIMS_DIR);
+	ZklOp	   *mk = zkl_session_create_dir(dir, false);
+	ZklOp	   *claim;
+	ZklRc		rc;
+
+	rc = dl_answer(s, mk);
+	if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
+		return false;
+	claim = zkl_session_create_mark(psprintf("%s/%s", dir, dl_cycle_key(s)), "");
+	return dl_answer(s, claim) == ZKL_RC_OK;
+}
+
+/* The 40P01 error, naming every member as PostgreSQL's detail does. */
+static void
+dl_raise(DlSearch *s)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < s->depth; i++)
+	{
+		DlWaiter   *w = s->path[i];
+		DlWaiter   *next = s->path[(i + 1) % s->depth];
+
+		if (i > 0)
+			appendStringInfoChar(&buf, '\n');
+		appendStringInfo(&buf,
+						 "Process %d of cluster \"%s\" waits for ZooKeeper lock \"%s\"; blocked by process %d of cluster \"%s\" (node \"%s\").",
+						 w->pid, w->cluster, w->dir, next->pid, next->cluster,
+						 w->blocked_by);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+			 errmsg("deadlock detected"),
+			 errdetail_internal("%s", buf.data),
+			 errhint("Take ZooKeeper locks in one order everywhere, or give the waits a timeout.")));
+}
+
+/*
+ * Publish this backend's wait: dir is the lock directory, node our
+ * waiting node's path, owner its owner record.  Returns the entry's path
+ * (to release when the wait ends) and leaves the create under way in *op.
+ */
+char *
+zkl_deadlock_publish(const char *dir, const char *node, const char *owner,
+					 ZklOp **mkdir, ZklOp **op)
+{
+	const char *child = strrchr(node, '/') + 1;
+	char	   *entry;
+	StringInfoData data;
+
+	initStringInfo(&data);
+	appendStringInfoString(&data, "{\"waits_dir\":");
+	escape_json(&data, dir);
+	appendStringInfoString(&data, ",\"waits_node\":");
+	escape_json(&data, child);
+	appendStringInfo(&data, ",%s", owner + 1);
+	entry = psprintf("%s/%.*s", dl_waits_dir(), ZKL_UUID_LEN,
+					 child + strlen(ZKL_PROTECT_PREFIX));
+	*mkdir = zkl_session_create_dir(dl_waits_dir(), false);
+	*op = zkl_session_create_mark(entry, data.data);
+	return entry;
+}
+
+/*
+ * Look for a cycle through this backend's wait in dir with node; raise
+ * 40P01 if it is found and this backend is the one to end it.  Errors of
+ * the search itself (a connection lost meanwhile) find nothing: the wait
+ * deals with them.
+ */
+void
+zkl_deadlock_check(const char *dir, const char *node)
+{
+	DlSearch	s;
+	DlWaiter   *me = palloc0(sizeof(DlWaiter));
+	ZklOp	   *op;
+	char	  **names;
+	volatile bool victim = false;
+
+	memset(&s, 0, sizeof(s));
+	strlcpy(s.own, zkl_session_own_prefix() + strlen(ZKL_PROTECT_PREFIX),
+			sizeof(s.own));
+	strlcpy(me->session, s.own, sizeof(me->session));
+	me->dir = pstrdup(dir);
+	me->node = pstrdup(strrchr(node, '/') + 1);
+	me->cluster = pstrdup(cluster_name ? cluster_name : "");
+	me->pid = MyProcPid;
+
+	PG_TRY();
+	{
+		op = zkl_session_children(dl_waits_dir());
+		if (dl_answer(&s, op) == ZKL_RC_OK)
+		{
+			int			n = zkl_session_op_children(op, &names);
+
+			for (int i = 0; i < n; i++)
+				s.entries = lappend(s.entries, pstrdup(names[i]));
+			victim = dl_visit(&s, me) && dl_claim(&s);
+		}
+	}
+	PG_FINALLY();
+	{
+		dl_free(&s);
+	}
+	PG_END_TRY();
+	if (victim)
+		dl_raise(&s);
+}
+
+/* One row per node in the way of one published wait. */
+static List *
+dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
+{
+	DlListing  *l;
+	ListCell   *lc;
+
+	foreach(lc, dl_blockers(s, w))
+	{
+		char	   *b = lfirst(lc);
+		ZklWaitRow *row = palloc0(sizeof(ZklWaitRow));
+		ZklOp	   *get = zkl_session_get(psprintf("%s/%s", w->dir, b));
+		ZklChild   *kids;
+		int			nk = 0;
+
+		row->waiter_cluster = w->cluster;
+		row->waiter_pid = w->pid;
+		row->dir = w->dir;
+		row->waiter_node = psprintf("%s/%s", w->dir, w->node);
+		row->blocker_node = psprintf("%s/%s", w->dir, b);
+		if (dl_answer(s, get) == ZKL_RC_OK)
+		{
+			int64		czxid;
+
+			row->blocker_data = pstrdup(zkl_session_op_data(get, &czxid));
+		}
+		/* Whether the blocker holds, by the recipe's rule seen from outside. */
+		l = dl_listing(s, w->dir);
+		kids = palloc(sizeof(ZklChild) * Max(l->n, 1));
+		for (int k = 0; k < l->n; k++)
+			if (zkl_names_parse_child(l->names[k], NULL, &kids[nk]))
+				nk++;
+		zkl_names_sort(kids, nk);
+		for (int k = 0; k < nk; k++)
+			if (strcmp(kids[k].name, b) == 0)
+				row->blocker_holds = zkl_names_blocker(kids, nk, k) < 0;
+		rows = lappend(rows, row);
+	}
+	return rows;
+}
+
+/* Every published wait, read and expanded into rows. */
+static List *
+dl_all_waits(DlSearch *s)
+{
+	ZklOp	   *op = zkl_session_children(dl_waits_dir());
+	char	  **names;
+	int			n;
+	List	   *rows = NIL;
+
+	if (dl_answer(s, op) != ZKL_RC_OK)
+		return NIL;
+	n = zkl_session_op_children(op, &names);
+	for (int i = 0; i < n; i++)
+		s->entries = lappend(s->entries, pstrdup(names[i]));
+	for (int i = 0; i < n; i++)
+	{
+		DlWaiter   *w = dl_read_entry(s, list_nth(s->entries, i));
+
+		if (w != NULL)
+			rows = dl_wait_rows(s, w, rows);
+	}
+	return rows;
+}
+
+/*
+ * The fleet's published waits, for zk_lock_waits(): one row per waiter and
+ * node in its way, with that node's data (its owner when it is zklock's).
+ */
+List *
+zkl_deadlock_waits(void)
+{
+	DlSearch	s;
+	List	   *volatile rows = NIL;
+
+	memset(&s, 0, sizeof(s));
+	PG_TRY();
+	{
+		rows = dl_all_waits(&s);
+	}
+	PG_CATCH();
+	{
+		dl_free(&s);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	dl_free(&s);
+	return rows;
+}

@@ -70,25 +70,44 @@ sub outcomes
 	like($err, qr/HINT:  Take ZooKeeper locks in one order/, 'with a hint');
 	ok(time - $t0 < 10, 'found within a few deadlock_timeouts');
 	my $victim = $dead->[0] == 0 ? $a : $b;
-	is($victim->query_safe('SELECT count(*) FROM zk_locks'), '0',
-		'the victim\'s transaction aborted, its transaction lock is gone');
+	$victim->query('SELECT 1');
+	like($victim->{stderr}, qr/current transaction is aborted/, 'the victim\'s transaction aborted');
+	$victim->{stderr} = '';
 	$_->query_safe('ROLLBACK') for ($a, $b);
+	is($victim->query_safe('SELECT count(*) FROM zk_locks'), '0', 'its transaction lock is gone');
 	$_->quit for ($a, $b);
 	ok(poll_until(sub { zk_count($zk, '/zklock/dl-a') + zk_count($zk, '/zklock/dl-b') == 0 }, 30),
 		'no node left behind');
 }
 
+# Poll until exactly $n of the sessions' backends are out of their wait.
+sub settled
+{
+	my ($n, @who) = @_;
+	return poll_until(sub {
+		(grep { !is_waiting($_->[0], $_->[1]) } @who) == $n }, 60);
+}
+
 # --- three backends, three clusters
 {
-	my @s = (session($east), session($west), session($north));
+	my @nodes = ($east, $west, $north);
+	my @s = map { session($_) } @nodes;
+	my @pids = map { backend_pid($_) } @s;
 	my @l = qw(c3-x c3-y c3-z);
 	$s[$_]->query_safe("SELECT zk_xact_lock('$l[$_]')") for 0 .. 2;
 	start_wait($s[$_], "SELECT zk_xact_lock('$l[($_ + 1) % 3]')") for 0 .. 2;
-	my ($dead, $ok) = outcomes($s[0], $s[1], $s[2]);
-	# The victim's abort frees one lock: the rest of the cycle unwinds.
-	is(scalar @$dead, 1, 'a cycle of three on three clusters: exactly one 40P01');
-	is(scalar @$ok, 2, 'the other two acquire');
-	$_->query_safe('ROLLBACK') for @s;
+	# The victim ends its wait, the member it blocked acquires, and the
+	# third waits for that one's commit.
+	ok(settled(2, map { [ $nodes[$_], $pids[$_] ] } 0 .. 2), 'a cycle of three on three clusters is broken');
+	my @done = grep { !is_waiting($nodes[$_], $pids[$_]) } 0 .. 2;
+	my ($waiting) = grep { is_waiting($nodes[$_], $pids[$_]) } 0 .. 2;
+	my ($dead, $ok) = outcomes(map { $s[$_] } @done);
+	is(scalar @$dead, 1, 'exactly one 40P01');
+	is(scalar @$ok, 1, 'the member it blocked acquires');
+	$s[$_]->query_safe('ROLLBACK') for @done;
+	my ($out, $err) = finish_wait($s[$waiting]);
+	ok($out > 0 && $err eq '', 'and the third, once that one ends');
+	$s[$waiting]->query_safe('ROLLBACK');
 	$_->quit for @s;
 }
 
@@ -96,13 +115,31 @@ sub outcomes
 {
 	my $e = waiter($east);
 	my $w = waiter($west);
+	my @who = ([ $east, backend_pid($e) ], [ $west, backend_pid($w) ]);
 	$e->query_safe("SELECT zk_lock_shared('upg')");
 	start_wait($w, "SELECT zk_lock('upg')");
 	ok(poll_until(sub { zk_count($zk, '/zklock/upg') == 2 }), 'the writer queues behind the reader');
 	start_wait($e, "SELECT zk_lock('upg')");
-	my ($dead, $ok) = outcomes($e, $w);
-	is(scalar @$dead, 1, 'upgrade behind another cluster\'s writer: one 40P01');
-	is(scalar @$ok, 1, 'and the other side gets its lock');
+	ok(settled(1, @who), 'upgrade behind another cluster\'s writer: one side ends its wait');
+	my $e_done = !is_waiting(@{ $who[0] });
+	my ($first, $second) = $e_done ? ($e, $w) : ($w, $e);
+	my ($out, $err) = finish_wait($first);
+	if ($e_done && $err =~ /deadlock detected/)
+	{
+		# The reader was the victim; its shared lock still blocks the writer.
+		pass('the upgrading reader got 40P01');
+		$e->query_safe('SELECT zk_unlock_all()');
+	}
+	elsif (!$e_done)
+	{
+		like($err, qr/deadlock detected/, 'the writer got 40P01');
+	}
+	else
+	{
+		fail("unexpected outcome: $out $err");
+	}
+	($out, $err) = finish_wait($second);
+	ok($out > 0 && $err eq '', 'and the other side gets its lock');
 	$_->query_safe('SELECT zk_unlock_all()') for ($e, $w);
 	$_->quit for ($e, $w);
 }
@@ -165,6 +202,7 @@ sub had_lock
 	{
 		my ($i, $what, $lk) = @$e;
 		last if $i > $to;
+		return 1 if $i >= $from && $state eq 'has';
 		if ($what eq 'free') { $state = '' }
 		elsif (($what eq 'hold' || $what eq 'wait') && $lk eq $k)
 		{

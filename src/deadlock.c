@@ -13,11 +13,15 @@
  * escapes to a name starting with a dot, so this can't be a lock).  Waits
  * shorter than deadlock_timeout publish nothing and search nothing.
  *
- * The search (every deadlock_timeout of a wait) follows edges waiter ->
- * node ahead of it that blocks it (zkl_names_blocks) -> the session that
- * owns that node (the session part of its uuid) -> that session's wait
- * entries -> the node it waits with, checked to be still there and still
- * blocked, so a stale entry never makes a false edge.  It reads with plain
+ * The search (after deadlock_timeout of a wait, then at growing intervals)
+ * follows edges waiter -> node ahead of it that blocks it
+ * (zkl_names_blocks) -> the session that owns that node (the session part
+ * of its uuid) -> where that session waits: in the same directory when
+ * its node there is blocked itself (a backend waits for one lock at a
+ * time), else as its wait entries say, each checked to name a node that
+ * is still there and still blocked, so a stale entry never makes a false
+ * edge.  Only holders cost a read of their entries; a long queue in one
+ * directory costs one listing.  It reads with plain
  * get and list requests: no watch, no wake for anyone.  Nodes of other
  * clients own no entry: they count as not waiting.  A path back to a node
  * of this backend's session is a cycle.
@@ -175,6 +179,48 @@ dl_blockers(DlSearch *s, const DlWaiter *w)
 	return out;
 }
 
+/*
+ * A waiter for node b of dir, when b is blocked there (its owner's one
+ * wait is then in dir, so no entry needs reading); NULL when b holds.
+ */
+static DlWaiter *
+dl_waiter_in_dir(DlSearch *s, const char *dir, const char *b,
+				 const char *session)
+{
+	DlWaiter   *w = palloc0(sizeof(DlWaiter));
+
+	strlcpy(w->session, session, sizeof(w->session));
+	w->dir = pstrdup(dir);
+	w->node = pstrdup(b);
+	if (dl_blockers(s, w) == NIL)
+		return NULL;
+	return w;
+}
+
+/* Who owns a member found through its node: the node's owner record. */
+static void
+dl_fill_owner(DlSearch *s, DlWaiter *w)
+{
+	ZklOp	   *op;
+	const char *data;
+	int64		czxid;
+	char	   *buf;
+	ZklOwner	o;
+
+	if (w->cluster != NULL)
+		return;
+	w->cluster = "";
+	op = zkl_session_get(psprintf("%s/%s", w->dir, w->node));
+	if (dl_answer(s, op) != ZKL_RC_OK)
+		return;
+	data = zkl_session_op_data(op, &czxid);
+	buf = palloc(ZKL_OWNER_BUF(strlen(data)));
+	if (!zkl_owner_parse(data, strlen(data), buf, &o))
+		return;
+	w->cluster = pstrdup(o.cluster_name ? o.cluster_name : "");
+	w->pid = o.has_pid ? o.pid : 0;
+}
+
 /* A wait entry, read and parsed; NULL if gone or not one. */
 static DlWaiter *
 dl_read_entry(DlSearch *s, const char *entry)
@@ -233,6 +279,7 @@ dl_visit(DlSearch *s, DlWaiter *w)
 		char	   *b = lfirst(lc);
 		char		session[ZKL_UUID_SESSION_LEN + 1];
 		ListCell   *ec;
+		DlWaiter   *next;
 
 		if (!zkl_names_session_of(b, session))
 			continue;
@@ -241,10 +288,17 @@ dl_visit(DlSearch *s, DlWaiter *w)
 			return true;
 		if (s->depth >= DL_MAX_DEPTH || dl_visited(s, session))
 			continue;
+		/* Queued ahead of w in the same directory: that is its wait. */
+		next = dl_waiter_in_dir(s, w->dir, b, session);
+		if (next != NULL)
+		{
+			if (dl_visit(s, next))
+				return true;
+			continue;
+		}
 		foreach(ec, s->entries)
 		{
 			char	   *entry = lfirst(ec);
-			DlWaiter   *next;
 
 			if (strncmp(entry, session, ZKL_UUID_SESSION_LEN) != 0)
 				continue;
@@ -386,7 +440,12 @@ zkl_deadlock_check(const char *dir, const char *node)
 
 			for (int i = 0; i < n; i++)
 				s.entries = lappend(s.entries, pstrdup(names[i]));
-			victim = dl_visit(&s, me) && dl_claim(&s);
+			if (dl_visit(&s, me))
+			{
+				for (int i = 0; i < s.depth; i++)
+					dl_fill_owner(&s, s.path[i]);
+				victim = dl_claim(&s);
+			}
 		}
 	}
 	PG_FINALLY();

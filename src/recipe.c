@@ -77,6 +77,7 @@ typedef struct ZklRecipe
 	char	   *watched;		/* node we wait for (and may watch) */
 	ZklWatchMark mark;			/* notification counts when it was watched */
 	TimestampTz next_check;		/* next deadlock search, 0: none */
+	int			checks;			/* searches so far, up to 4 (the back-off) */
 	char	   *wait_entry;		/* our published wait, once sent */
 	ZklOp	   *publish_dir;
 	ZklOp	   *publish;
@@ -468,8 +469,11 @@ recipe_check_deadlock(ZklRecipe *r)
 }
 
 /*
- * Wait for the watch, in slices of deadlock_timeout: after each, search
- * for a deadlock (waits shorter than that never search).
+ * Wait for the watch, in slices: after deadlock_timeout, search for a
+ * deadlock, then again after 2, 4, 8 and from then on every 16
+ * deadlock_timeouts (waits shorter than deadlock_timeout never search).
+ * The member whose wait closes a cycle finds it at its first search; the
+ * later ones cover members that searched at the same instant.
  */
 static ZklRecipeState
 recipe_wait(ZklRecipe *r)
@@ -487,8 +491,10 @@ recipe_wait(ZklRecipe *r)
 	if (!check)
 		return RS_TIMED_OUT;
 	recipe_check_deadlock(r);
+	/* A cycle is found by its last member; later checks only back it up. */
+	r->checks = Min(r->checks + 1, 4);
 	r->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												DeadlockTimeout);
+												(int64) DeadlockTimeout << r->checks);
 	return RS_WAIT;
 }
 

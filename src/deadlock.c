@@ -66,12 +66,14 @@ typedef struct DlWaiter
 	char	   *blocked_by;		/* on a cycle: the node in its way */
 } DlWaiter;
 
-/* One directory listing, read once per search. */
+/* One directory listing, read, parsed and ordered once per search. */
 typedef struct DlListing
 {
 	char	   *dir;
 	int			n;
 	char	  **names;
+	ZklChild   *kids;			/* in queue order, no node marked ours */
+	int			nkids;
 } DlListing;
 
 typedef struct DlSearch
@@ -139,8 +141,14 @@ dl_listing(DlSearch *s, const char *dir)
 	{
 		l->n = zkl_session_op_children(op, &names);
 		l->names = palloc(sizeof(char *) * Max(l->n, 1));
+		l->kids = palloc(sizeof(ZklChild) * Max(l->n, 1));
 		for (int i = 0; i < l->n; i++)
+		{
 			l->names[i] = pstrdup(names[i]);
+			if (zkl_names_parse_child(l->names[i], NULL, &l->kids[l->nkids]))
+				l->nkids++;
+		}
+		zkl_names_sort(l->kids, l->nkids);
 	}
 	s->listings = lappend(s->listings, l);
 	return l;
@@ -155,27 +163,24 @@ dl_blockers(DlSearch *s, const DlWaiter *w)
 {
 	DlListing  *l = dl_listing(s, w->dir);
 	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
+	size_t		plen;
 	ZklChild   *kids;
-	int			n = 0;
 	int			self = -1;
 	List	   *out = NIL;
 
-	if (l == NULL || l->n == 0)
+	if (l == NULL || l->nkids == 0)
 		return NIL;
-	snprintf(prefix, sizeof(prefix), "%s%s", ZKL_PROTECT_PREFIX, w->session);
-	kids = palloc(sizeof(ZklChild) * l->n);
-	for (int i = 0; i < l->n; i++)
-		if (zkl_names_parse_child(l->names[i], prefix, &kids[n]))
-			n++;
-	zkl_names_sort(kids, n);
-	for (int i = 0; i < n; i++)
+	plen = snprintf(prefix, sizeof(prefix), "%s%s", ZKL_PROTECT_PREFIX,
+					w->session);
+	kids = l->kids;
+	for (int i = 0; i < l->nkids && self < 0; i++)
 		if (strcmp(kids[i].name, w->node) == 0)
 			self = i;
-	if (self < 0 || zkl_names_blocker(kids, n, self) < 0)
-		return NIL;
+	/* Ahead of it, not its session's, and exclusive on one side. */
 	for (int i = 0; i < self; i++)
-		if (zkl_names_blocks(kids, self, i))
-			out = lappend(out, pstrdup(kids[i].name));
+		if (strncmp(kids[i].name, prefix, plen) != 0 &&
+			(!kids[self].shared || !kids[i].shared))
+			out = lappend(out, unconstify(char *, kids[i].name));
 	return out;
 }
 
@@ -469,8 +474,6 @@ dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
 		char	   *b = lfirst(lc);
 		ZklWaitRow *row = palloc0(sizeof(ZklWaitRow));
 		ZklOp	   *get = zkl_session_get(psprintf("%s/%s", w->dir, b));
-		ZklChild   *kids;
-		int			nk = 0;
 
 		row->waiter_cluster = w->cluster;
 		row->waiter_pid = w->pid;
@@ -485,14 +488,9 @@ dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
 		}
 		/* Whether the blocker holds, by the recipe's rule seen from outside. */
 		l = dl_listing(s, w->dir);
-		kids = palloc(sizeof(ZklChild) * Max(l->n, 1));
-		for (int k = 0; k < l->n; k++)
-			if (zkl_names_parse_child(l->names[k], NULL, &kids[nk]))
-				nk++;
-		zkl_names_sort(kids, nk);
-		for (int k = 0; k < nk; k++)
-			if (strcmp(kids[k].name, b) == 0)
-				row->blocker_holds = zkl_names_blocker(kids, nk, k) < 0;
+		for (int k = 0; k < l->nkids; k++)
+			if (strcmp(l->kids[k].name, b) == 0)
+				row->blocker_holds = zkl_names_blocker(l->kids, l->nkids, k) < 0;
 		rows = lappend(rows, row);
 	}
 	return rows;

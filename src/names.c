@@ -254,20 +254,6 @@ zkl_names_blocker(const ZklChild *sorted, int n, int self)
 }
 
 /*
- * Whether child i stands in the way of child self (both of one sorted
- * listing), for the wait-for graph: every earlier node of another session
- * blocks an exclusive waiter, every earlier exclusive one a shared waiter.
- * Waiters ahead count too, since in a FIFO queue they are served first.
- */
-bool
-zkl_names_blocks(const ZklChild *sorted, int self, int i)
-{
-	if (i >= self || sorted[i].ours)
-		return false;
-	return !sorted[self].shared || !sorted[i].shared;
-}
-
-/*
  * The ZooKeeper-session part of a zklock node's uuid ("_c_" and the first
  * ZKL_UUID_SESSION_LEN characters of the uuid), which every node of one
  * backend's session shares.  False for names that do not have that form

@@ -56,7 +56,6 @@ extern bool zkl_names_tied(const ZklChild *sorted, int n, int i);
 extern void zkl_names_format_uuid(const unsigned char session_bytes[10],
 								  uint32_t counter, char out[ZKL_UUID_LEN + 1]);
 extern int	zkl_names_blocker(const ZklChild *sorted, int n, int self);
-extern bool zkl_names_blocks(const ZklChild *sorted, int self, int i);
 extern bool zkl_names_session_of(const char *child,
 								 char out[ZKL_UUID_SESSION_LEN + 1]);
 

@@ -201,6 +201,24 @@ test_uuid(void)
 		  "uuids of one session share the session part only");
 }
 
+/* The session part of a node's uuid, which ties a node to its backend. */
+static void
+test_session_of(void)
+{
+	char		s[ZKL_UUID_SESSION_LEN + 1];
+
+	check(zkl_names_session_of("_c_0fef1fd9-ad53-e7f0-729a-0000000000d5-lock-0000004604", s) &&
+		  strcmp(s, "0fef1fd9-ad53-e7f0-729a-0000") == 0,
+		  "session part of a zklock node");
+	check(zkl_names_session_of("_c_0fef1fd9-ad53-e7f0-729a-0000000000d5-__READ__0000000001", s) &&
+		  strcmp(s, "0fef1fd9-ad53-e7f0-729a-0000") == 0,
+		  "same session for its shared node");
+	check(!zkl_names_session_of("lock-0000000001", s) &&
+		  !zkl_names_session_of("_c_short-lock-0000000001", s) &&
+		  !zkl_names_session_of("", s),
+		  "names without a zklock uuid have no session");
+}
+
 int
 main(void)
 {
@@ -209,6 +227,7 @@ main(void)
 	test_order();
 	test_blocker();
 	test_uuid();
+	test_session_of();
 	printf("1..%d\n", ntests);
 	return nfailed > 0;
 }

@@ -17,6 +17,7 @@
  */
 #include "owner.h"
 
+#include <stddef.h>
 #include <string.h>
 
 /* Nesting deeper than this is not an owner record. */
@@ -385,26 +386,29 @@ owner_value(OwnerParser *ps, int depth)
 	}
 }
 
+/* The string fields of a record, by key. */
+static const struct
+{
+	const char *key;
+	size_t		offset;
+}			owner_strings[] = {
+	{"host", offsetof(ZklOwner, host)},
+	{"cluster_name", offsetof(ZklOwner, cluster_name)},
+	{"database", offsetof(ZklOwner, database)},
+	{"user", offsetof(ZklOwner, user)},
+	{"application_name", offsetof(ZklOwner, application_name)},
+	{"acquired_at", offsetof(ZklOwner, acquired_at)},
+	{"waits_dir", offsetof(ZklOwner, waits_dir)},
+	{"waits_node", offsetof(ZklOwner, waits_node)},
+};
+
 /* Which owner field a key names; NULL for the integer and unknown ones. */
 static const char **
 owner_string_field(ZklOwner *out, const char *key)
 {
-	if (strcmp(key, "host") == 0)
-		return &out->host;
-	if (strcmp(key, "cluster_name") == 0)
-		return &out->cluster_name;
-	if (strcmp(key, "database") == 0)
-		return &out->database;
-	if (strcmp(key, "user") == 0)
-		return &out->user;
-	if (strcmp(key, "application_name") == 0)
-		return &out->application_name;
-	if (strcmp(key, "acquired_at") == 0)
-		return &out->acquired_at;
-	if (strcmp(key, "waits_dir") == 0)
-		return &out->waits_dir;
-	if (strcmp(key, "waits_node") == 0)
-		return &out->waits_node;
+	for (size_t i = 0; i < sizeof(owner_strings) / sizeof(owner_strings[0]); i++)
+		if (strcmp(key, owner_strings[i].key) == 0)
+			return (const char **) ((char *) out + owner_strings[i].offset);
 	return NULL;
 }
 

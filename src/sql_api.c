@@ -203,6 +203,14 @@ Datum fn(PG_FUNCTION_ARGS) { return call(fcinfo, API_TEXT, __VA_ARGS__); } \
 Datum fn##_int8(PG_FUNCTION_ARGS) { return call(fcinfo, API_INT8, __VA_ARGS__); } \
 Datum fn##_int4(PG_FUNCTION_ARGS) { return call(fcinfo, API_INT4_PAIR, __VA_ARGS__); }
 
+#define API_KEYED_ONLY(fn, call) \
+PG_FUNCTION_INFO_V1(fn); \
+PG_FUNCTION_INFO_V1(fn##_int8); \
+PG_FUNCTION_INFO_V1(fn##_int4); \
+Datum fn(PG_FUNCTION_ARGS) { return call(fcinfo, API_TEXT); } \
+Datum fn##_int8(PG_FUNCTION_ARGS) { return call(fcinfo, API_INT8); } \
+Datum fn##_int4(PG_FUNCTION_ARGS) { return call(fcinfo, API_INT4_PAIR); }
+
 #define API_ACQUIRING(fn, call, ...) \
 API_KEYED(fn, call, __VA_ARGS__) \
 PG_FUNCTION_INFO_V1(fn##_tt); \
@@ -221,29 +229,10 @@ API_KEYED(zk_unlock_shared, api_unlock, true)
 
 PG_FUNCTION_INFO_V1(zk_unlock_all);
 PG_FUNCTION_INFO_V1(zk_locks_info);
-PG_FUNCTION_INFO_V1(zk_lock_path);
-PG_FUNCTION_INFO_V1(zk_lock_path_int8);
-PG_FUNCTION_INFO_V1(zk_lock_path_int4);
 PG_FUNCTION_INFO_V1(zk_lock_queue_raw);
 PG_FUNCTION_INFO_V1(zk_session);
 
-Datum
-zk_lock_path(PG_FUNCTION_ARGS)
-{
-	return api_lock_path(fcinfo, API_TEXT);
-}
-
-Datum
-zk_lock_path_int8(PG_FUNCTION_ARGS)
-{
-	return api_lock_path(fcinfo, API_INT8);
-}
-
-Datum
-zk_lock_path_int4(PG_FUNCTION_ARGS)
-{
-	return api_lock_path(fcinfo, API_INT4_PAIR);
-}
+API_KEYED_ONLY(zk_lock_path, api_lock_path)
 
 Datum
 zk_unlock_all(PG_FUNCTION_ARGS)
@@ -469,27 +458,7 @@ zk_lock_waits(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-PG_FUNCTION_INFO_V1(zk_lock_queue);
-PG_FUNCTION_INFO_V1(zk_lock_queue_int8);
-PG_FUNCTION_INFO_V1(zk_lock_queue_int4);
-
-Datum
-zk_lock_queue(PG_FUNCTION_ARGS)
-{
-	return api_lock_queue(fcinfo, API_TEXT);
-}
-
-Datum
-zk_lock_queue_int8(PG_FUNCTION_ARGS)
-{
-	return api_lock_queue(fcinfo, API_INT8);
-}
-
-Datum
-zk_lock_queue_int4(PG_FUNCTION_ARGS)
-{
-	return api_lock_queue(fcinfo, API_INT4_PAIR);
-}
+API_KEYED_ONLY(zk_lock_queue, api_lock_queue)
 
 /* This backend's ZooKeeper session; never opens one. */
 Datum

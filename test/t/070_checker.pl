@@ -204,11 +204,13 @@ for my $c (@clusters)
 {
 	my $rows = $c->safe_psql('postgres',
 		"SELECT lock || '|' || t_start || '|' || pg_xact_commit_timestamp(xmin) FROM work");
-	for my $row (split /\n/, $rows)
-	{
-		my ($l, $s, $e) = split /\|/, $row;
-		$rec->safe_psql('postgres', "INSERT INTO committed VALUES ('$l', '$s', '$e')");
-	}
+	my @values = map {
+		my ($l, $s, $e) = split /\|/, $_;
+		"('$l', '$s', '$e')"
+	} split /\n/, $rows;
+	# One statement: a psql per row would take minutes.
+	$rec->safe_psql('postgres', 'INSERT INTO committed VALUES ' . join(',', @values))
+	  if @values;
 }
 my $committed = $rec->safe_psql('postgres', 'SELECT count(*) FROM committed');
 my $committed_overlaps = $rec->safe_psql('postgres', q{

@@ -41,6 +41,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 
@@ -84,7 +85,7 @@ typedef struct DlSearch
 	int			maxops;
 	List	   *entries;		/* names in the waits directory */
 	List	   *listings;
-	List	   *visited;		/* sessions already followed */
+	HTAB	   *visited;		/* sessions already followed */
 	DlWaiter   *path[DL_MAX_DEPTH];
 	int			depth;
 } DlSearch;
@@ -256,16 +257,27 @@ dl_read_entry(DlSearch *s, const char *entry)
 	return w;
 }
 
+/*
+ * Whether a session was followed already in this search; marks it.  A
+ * hash, since a long queue puts every contender's session on the way.
+ */
 static bool
 dl_visited(DlSearch *s, const char *session)
 {
-	ListCell   *lc;
+	bool		found;
 
-	foreach(lc, s->visited)
-		if (strcmp(lfirst(lc), session) == 0)
-			return true;
-	s->visited = lappend(s->visited, pstrdup(session));
-	return false;
+	if (s->visited == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = ZKL_UUID_SESSION_LEN + 1;
+		ctl.entrysize = ZKL_UUID_SESSION_LEN + 1;
+		ctl.hcxt = CurrentMemoryContext;
+		s->visited = hash_create("zklock deadlock search", 64, &ctl,
+								 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+	(void) hash_search(s->visited, session, HASH_ENTER, &found);
+	return found;
 }
 
 /*
@@ -360,9 +372,9 @@ dl_claim(DlSearch *s)
 	return dl_answer(s, claim) == ZKL_RC_OK;
 }
 
-/* The 40P01 error, naming every member as PostgreSQL's detail does. */
-static void
-dl_raise(DlSearch *s)
+/* The 40P01 detail, naming every member as PostgreSQL's detail does. */
+static char *
+dl_detail(DlSearch *s)
 {
 	StringInfoData buf;
 
@@ -379,11 +391,27 @@ dl_raise(DlSearch *s)
 						 w->pid, w->cluster, w->dir, next->pid, next->cluster,
 						 w->blocked_by);
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
-			 errmsg("deadlock detected"),
-			 errdetail_internal("%s", buf.data),
-			 errhint("Take ZooKeeper locks in one order everywhere, or give the waits a timeout.")));
+	return buf.data;
+}
+
+/* Search from me; the detail to raise when this backend is the victim. */
+static char *
+dl_search(DlSearch *s, DlWaiter *me)
+{
+	ZklOp	   *op = zkl_session_children(dl_waits_dir());
+	char	  **names;
+	int			n;
+
+	if (dl_answer(s, op) != ZKL_RC_OK)
+		return NULL;
+	n = zkl_session_op_children(op, &names);
+	for (int i = 0; i < n; i++)
+		s->entries = lappend(s->entries, pstrdup(names[i]));
+	if (!dl_visit(s, me))
+		return NULL;
+	for (int i = 0; i < s->depth; i++)
+		dl_fill_owner(s, s->path[i]);
+	return dl_claim(s) ? dl_detail(s) : NULL;
 }
 
 /*
@@ -421,15 +449,19 @@ zkl_deadlock_publish(const char *dir, const char *node, const char *owner,
 void
 zkl_deadlock_check(const char *dir, const char *node)
 {
+	MemoryContext outer = CurrentMemoryContext;
+	MemoryContext cxt = AllocSetContextCreate(outer, "zklock deadlock search",
+											  ALLOCSET_DEFAULT_SIZES);
 	DlSearch	s;
-	DlWaiter   *me = palloc0(sizeof(DlWaiter));
-	ZklOp	   *op;
-	char	  **names;
-	volatile bool victim = false;
+	DlWaiter   *me;
+	char	   *volatile detail = NULL;
 
+	/* A search allocates with the queue's length: all of it goes after. */
+	MemoryContextSwitchTo(cxt);
 	memset(&s, 0, sizeof(s));
 	strlcpy(s.own, zkl_session_own_prefix() + strlen(ZKL_PROTECT_PREFIX),
 			sizeof(s.own));
+	me = palloc0(sizeof(DlWaiter));
 	strlcpy(me->session, s.own, sizeof(me->session));
 	me->dir = pstrdup(dir);
 	me->node = pstrdup(strrchr(node, '/') + 1);
@@ -438,28 +470,24 @@ zkl_deadlock_check(const char *dir, const char *node)
 
 	PG_TRY();
 	{
-		op = zkl_session_children(dl_waits_dir());
-		if (dl_answer(&s, op) == ZKL_RC_OK)
-		{
-			int			n = zkl_session_op_children(op, &names);
+		char	   *found = dl_search(&s, me);
 
-			for (int i = 0; i < n; i++)
-				s.entries = lappend(s.entries, pstrdup(names[i]));
-			if (dl_visit(&s, me))
-			{
-				for (int i = 0; i < s.depth; i++)
-					dl_fill_owner(&s, s.path[i]);
-				victim = dl_claim(&s);
-			}
-		}
+		if (found)
+			detail = MemoryContextStrdup(outer, found);
 	}
 	PG_FINALLY();
 	{
 		dl_free(&s);
+		MemoryContextSwitchTo(outer);
+		MemoryContextDelete(cxt);
 	}
 	PG_END_TRY();
-	if (victim)
-		dl_raise(&s);
+	if (detail)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+				 errmsg("deadlock detected"),
+				 errdetail_internal("%s", detail),
+				 errhint("Take ZooKeeper locks in one order everywhere, or give the waits a timeout.")));
 }
 
 /* One row per node in the way of one published wait. */

@@ -46,6 +46,11 @@ override CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I$(includedir_server)%,
 	$(filter-out -I$(includedir_server)%,$(CPPFLAGS))
 endif
 
+# PGXS tracks no header dependencies: every object is rebuilt when any of
+# the extension's headers changes (a struct that changes size under an
+# object built before would corrupt memory).
+$(OBJS): $(wildcard src/*.h)
+
 .PHONY: deps demo demo-stop test unit bench
 
 deps:

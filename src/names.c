@@ -103,7 +103,7 @@ names_parse_seq(const char *s, int32_t *seq)
  * second '-' shows the first is the counter's sign.
  */
 static const char *
-names_seq_start(const char *child, size_t len)
+names_seq_start(const char *child, size_t len, bool *known)
 {
 	static const char *const markers[] = {"lock-", "__READ__", "__WRIT__",
 	"__lock__", "__rlock__"};
@@ -123,7 +123,8 @@ names_seq_start(const char *child, size_t len)
 			p = hit + 1;
 		}
 	}
-	if (best != NULL && len - (size_t) (best - child) <= 11)
+	*known = best != NULL && len - (size_t) (best - child) <= 11;
+	if (*known)
 		return best;
 	if (len >= 12 && child[len - 11] == '-' && child[len - 12] == '-')
 		return child + len - 11;
@@ -139,7 +140,8 @@ bool
 zkl_names_parse_child(const char *child, const char *own_prefix, ZklChild *out)
 {
 	size_t		len = strlen(child);
-	const char *seq = names_seq_start(child, len);
+	bool		known;
+	const char *seq = names_seq_start(child, len, &known);
 	size_t		plen;
 
 	if (seq == NULL || !names_parse_seq(seq, &out->seq))
@@ -150,6 +152,7 @@ zkl_names_parse_child(const char *child, const char *own_prefix, ZklChild *out)
 		names_ends_with(child, plen, "__rlock__");
 	out->ours = own_prefix != NULL &&
 		strncmp(child, own_prefix, strlen(own_prefix)) == 0;
+	out->known = known;
 	out->czxid = 0;
 	return true;
 }
@@ -251,6 +254,34 @@ zkl_names_blocker(const ZklChild *sorted, int n, int self)
 			return i;
 	}
 	return -1;
+}
+
+/*
+ * Whether the deletion of sorted[blocker] alone hands the lock to
+ * sorted[self], so that a waiter woken by it may hold without listing the
+ * directory again.  True when blocker is the only node before self that
+ * blocks it: later creates get higher sequence numbers, so nothing can
+ * appear ahead.  False wherever that reasoning does not hold: another
+ * earlier node blocks too (a predecessor that was not the head, a shared
+ * waiter behind several exclusive nodes), equal sequence numbers (the
+ * saturated counter hands them out again), or an earlier node whose name
+ * no known lock recipe makes (a client that may not use the sequence).
+ */
+bool
+zkl_names_handoff(const ZklChild *sorted, int n, int self, int blocker)
+{
+	if (blocker < 0 || blocker >= self || self >= n)
+		return false;
+	for (int i = 0; i <= self; i++)
+	{
+		if (!sorted[i].known || zkl_names_tied(sorted, n, i))
+			return false;
+		if (i == blocker || i == self || sorted[i].ours)
+			continue;
+		if (!sorted[self].shared || !sorted[i].shared)
+			return false;
+	}
+	return true;
 }
 
 /*

@@ -44,6 +44,7 @@ typedef struct ZklChild
 	int32_t		seq;			/* sequence suffix, may be negative */
 	bool		shared;			/* a reader node (__READ__, __rlock__) */
 	bool		ours;			/* created by this backend's session */
+	bool		known;			/* named by a known recipe (zklock, Curator, kazoo) */
 	int64_t		czxid;			/* creation order; 0 until known */
 } ZklChild;
 
@@ -56,6 +57,8 @@ extern bool zkl_names_tied(const ZklChild *sorted, int n, int i);
 extern void zkl_names_format_uuid(const unsigned char session_bytes[10],
 								  uint32_t counter, char out[ZKL_UUID_LEN + 1]);
 extern int	zkl_names_blocker(const ZklChild *sorted, int n, int self);
+extern bool zkl_names_handoff(const ZklChild *sorted, int n, int self,
+							  int blocker);
 extern bool zkl_names_session_of(const char *child,
 								 char out[ZKL_UUID_SESSION_LEN + 1]);
 

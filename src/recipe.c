@@ -11,7 +11,9 @@
  * ZooKeeper runs one session's requests in order, so the listing already
  * holds the new node and an uncontended acquire costs one round trip.  A
  * waiter watches only the node that blocks it (names.c decides which), so
- * one release wakes one waiter.
+ * one release wakes one waiter; when that node was the only one ahead that
+ * blocked it, the notice of its deletion is the grant (no second listing on
+ * the hand-off's critical path).
  *
  * Every request under way belongs to the ZklRecipe, so that every way out
  * but success gives up cleanly: the requests are let go (session.c cleans
@@ -75,6 +77,7 @@ typedef struct ZklRecipe
 	ZklOp	  **stats;			/* czxid of tied children */
 	int			nstats;
 	char	   *watched;		/* node we wait for (and may watch) */
+	bool		handoff;		/* its deletion alone hands us the lock */
 	ZklWatchMark mark;			/* notification counts when it was watched */
 	TimestampTz next_check;		/* next deadlock search, 0: none */
 	int			checks;			/* searches so far, up to 4 (the back-off) */
@@ -317,6 +320,7 @@ recipe_decide(ZklRecipe *r)
 		pfree(r->watched);
 	r->watched = blocker >= 0 ?
 		psprintf("%s/%s", r->dir, kids[blocker].name) : NULL;
+	r->handoff = zkl_names_handoff(kids, nkids, self, blocker);
 	pfree(kids);
 
 	if (blocker < 0)
@@ -339,6 +343,13 @@ recipe_watch(ZklRecipe *r)
 		rc != ZKL_RC_CONNECTION_LOST)
 		zkl_session_raise(r->watch, "watch", r->watched);
 	recipe_drop(&r->watch);
+	if (rc == ZKL_RC_NO_NODE && r->handoff)
+	{
+		/* Gone already: handed over as if its deletion was notified. */
+		pfree(r->watched);
+		r->watched = NULL;
+		return RS_HELD;
+	}
 	if (rc == ZKL_RC_NO_NODE)
 		return RS_LIST;
 	if (rc == ZKL_RC_CONNECTION_LOST)
@@ -487,7 +498,22 @@ recipe_wait(ZklRecipe *r)
 		check = true;
 	}
 	if (zkl_session_await_watch(&r->mark, until))
+	{
+		/*
+		 * The hand-off: when the node we waited for was the only one ahead
+		 * that blocked us, the notice of its deletion is the grant, with no
+		 * listing on the way (recipe_confirm still checks the lease).  Any
+		 * other wake (a change, a session event, another node's deletion)
+		 * lists again.
+		 */
+		if (r->handoff && zkl_session_deleted_since(&r->mark, r->watched))
+		{
+			pfree(r->watched);
+			r->watched = NULL;
+			return RS_HELD;
+		}
 		return RS_LIST;
+	}
 	if (!check)
 		return RS_TIMED_OUT;
 	recipe_check_deadlock(r);

@@ -79,6 +79,8 @@ extern ZklRc zkl_session_answer(ZklOp *op);
 extern bool zkl_session_await_watch(const ZklWatchMark *mark,
 									TimestampTz deadline);
 extern ZklWatchMark zkl_session_op_mark(ZklOp *op);
+extern bool zkl_session_deleted_since(const ZklWatchMark *mark,
+									  const char *path);
 extern char *zkl_session_op_take_node(ZklOp *op, int64 *czxid);
 extern int	zkl_session_op_children(ZklOp *op, char ***children);
 extern const char *zkl_session_op_data(ZklOp *op, int64 *czxid);

@@ -91,6 +91,8 @@ typedef struct ZklShared
 	int			proofs_in_flight;
 	bool		lease_stop;
 	uint64		watch_events;	/* data-watch notifications received */
+	char	   *deleted_path;	/* node of the last deletion notified */
+	uint64		deleted_at;		/* watch_events counted with it */
 	uint64		session_events;
 	uint64		requests_out;	/* requests sent and not yet answered */
 	ZklCleanup *cleanups;

@@ -438,15 +438,22 @@ static void
 session_data_watcher(zhandle_t *zh, int type, int state, const char *path,
 					 void *ctx)
 {
+	char	   *copy = type == ZOO_DELETED_EVENT && path ? strdup(path) : NULL;
+
 	(void) zh;
 	(void) state;
-	(void) path;
 	(void) ctx;
 	pthread_mutex_lock(&zkl_shared.mu);
 	if (type == ZOO_SESSION_EVENT)
 		zkl_shared.session_events++;
 	else
 		zkl_shared.watch_events++;
+	if (copy != NULL)
+	{
+		free(zkl_shared.deleted_path);
+		zkl_shared.deleted_path = copy;
+		zkl_shared.deleted_at = zkl_shared.watch_events;
+	}
 	pthread_mutex_unlock(&zkl_shared.mu);
 	session_kick();
 }
@@ -548,6 +555,24 @@ bool
 zkl_session_await_watch(const ZklWatchMark *mark, TimestampTz deadline)
 {
 	return session_wait(session_watch_fired, (void *) mark, deadline);
+}
+
+/*
+ * Whether the ensemble notified the deletion of path since the mark: the
+ * last deletion notified is kept, so a later notification of another node
+ * hides it and the answer is a safe false.
+ */
+bool
+zkl_session_deleted_since(const ZklWatchMark *mark, const char *path)
+{
+	bool		gone;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	gone = zkl_shared.deleted_path != NULL &&
+		zkl_shared.deleted_at > mark->watch_events &&
+		strcmp(zkl_shared.deleted_path, path) == 0;
+	pthread_mutex_unlock(&zkl_shared.mu);
+	return gone;
 }
 
 /* The notification counts of the moment a watch was sent. */

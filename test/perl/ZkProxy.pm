@@ -10,10 +10,16 @@
 #   $p->mode('pass')              forward both ways (the start state)
 #   $p->mode('swallow')           forward requests, drop every reply
 #   $p->mode('cut')               close every connection, refuse new ones
+#   $p->mode('delay:MS')          forward both ways, each reply held MS ms
+#   $p->requests('list')          requests of that kind seen so far (list,
+#                                 create, delete, get, exists, ping, ...)
 #   $p->stop                      also done in DESTROY / END
 #
 # The proxy runs in a child process; the mode goes through a file that it
-# reads between two polls (50 ms), and mode() waits until it is taken.
+# reads between two polls (50 ms, 5 ms while replies are held), and mode()
+# waits until it is taken.  Requests are counted by their opcode (the
+# client's byte stream is split into ZooKeeper's length-prefixed frames;
+# the first frame of a connection is the session handshake).
 
 package ZkProxy;
 
@@ -43,6 +49,7 @@ sub new
 		target => $target_port,
 		ctl => "$dir/mode",
 		ack => "$dir/ack",
+		counts => "$dir/counts",
 		owner => $$,
 	}, $class;
 	_write($self->{ctl}, 'pass');
@@ -64,7 +71,7 @@ sub port { return $_[0]->{port}; }
 sub mode
 {
 	my ($self, $mode) = @_;
-	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|cut)$/;
+	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|cut|delay:\d+)$/;
 	_write($self->{ctl}, $mode);
 	$self->_wait_ack($mode);
 }
@@ -76,6 +83,26 @@ sub stop
 	kill 'KILL', $self->{pid};
 	waitpid($self->{pid}, 0);
 	delete $self->{pid};
+}
+
+# ZooKeeper's request opcodes, by the names the tests use.
+my %OPCODE = (
+	create => 1, delete => 2, exists => 3, get => 4, set => 5,
+	get_acl => 6, set_acl => 7, list => 8, sync => 9, ping => 11,
+	list2 => 12, check => 13, multi => 14, create2 => 15,
+	remove_watches => 18, create_container => 19, close => -11,
+	auth => 100, set_watches => 101, set_watches2 => 105);
+
+sub requests
+{
+	my ($self, $kind) = @_;
+	my $op = $OPCODE{$kind} // die "unknown request kind $kind";
+	for my $line (split /\n/, _read($self->{counts}))
+	{
+		my ($o, $n) = split / /, $line;
+		return $n if $o == $op;
+	}
+	return 0;
 }
 
 sub DESTROY { $_[0]->stop; }
@@ -94,6 +121,7 @@ sub _read
 {
 	my ($file) = @_;
 	open(my $fh, '<', $file) or return '';
+	local $/;
 	my $t = <$fh> // '';
 	return $t;
 }
@@ -109,18 +137,47 @@ sub _wait_ack
 	}
 }
 
+# Count the whole request frames in a client's stream; the handshake (the
+# first frame) is not a request.
+sub _count_frames
+{
+	my ($e, $data, $counts) = @_;
+	$e->{in} .= $data;
+	my $changed = 0;
+	while (length($e->{in}) >= 4)
+	{
+		my $len = unpack('N', $e->{in});
+		last if length($e->{in}) < 4 + $len;
+		my $frame = substr($e->{in}, 4, $len);
+		substr($e->{in}, 0, 4 + $len) = '';
+		if (!$e->{greeted})
+		{
+			$e->{greeted} = 1;
+			next;
+		}
+		next if $len < 8;
+		my (undef, $op) = unpack('l> l>', $frame);
+		$counts->{$op}++;
+		$changed = 1;
+	}
+	return $changed;
+}
+
 # The child: pairs of (client, server) sockets, forwarded per mode.
 sub _run
 {
 	my ($self, $listen) = @_;
 	my $sel = IO::Select->new($listen);
-	my %peer;    # fileno -> [ socket, its peer socket, is_client ]
+	my %peer;    # fileno -> { s => socket, to => its peer, client => bool }
+	my %counts;  # opcode -> requests seen
+	my @held;    # [ due time, destination entry, data ]: delayed replies
 	my $mode = 'pass';
 	my $close_pair = sub {
 		my ($s) = @_;
 		my $e = delete $peer{ fileno $s } or return;
-		my $other = $e->[1];
+		my $other = $e->{to};
 		delete $peer{ fileno $other };
+		@held = grep { $_->[1]{s} != $s && $_->[1]{s} != $other } @held;
 		for my $x ($s, $other)
 		{
 			$sel->remove($x);
@@ -129,15 +186,25 @@ sub _run
 			close $x;
 		}
 	};
+	my $send = sub {
+		my ($s, $buf) = @_;
+		my $off = 0;
+		while ($off < length $buf)
+		{
+			my $w = syswrite($s, $buf, length($buf) - $off, $off);
+			last unless $w;
+			$off += $w;
+		}
+	};
 	while (1)
 	{
 		my $want = _read($self->{ctl});
-		if ($want ne $mode && $want =~ /^(pass|swallow|cut)$/)
+		if ($want ne $mode && $want =~ /^(pass|swallow|cut|delay:\d+)$/)
 		{
 			$mode = $want;
 			if ($mode eq 'cut')
 			{
-				$close_pair->($_->[0]) for grep { $_->[2] } values %peer;
+				$close_pair->($_->{s}) for grep { $_->{client} } values %peer;
 			}
 			_write($self->{ack}, $mode);
 		}
@@ -145,7 +212,18 @@ sub _run
 		{
 			_write($self->{ack}, $mode);
 		}
-		for my $s ($sel->can_read(0.05))
+		my $delay = $mode =~ /^delay:(\d+)$/ ? $1 / 1000 : 0;
+		# Replies whose time has come (and all of them once no longer delaying).
+		while (@held && ($held[0][0] <= time || !$delay))
+		{
+			my $h = shift @held;
+			$send->($h->[1]{s}, $h->[2]);
+		}
+		my $wait = @held ? ($held[0][0] - time) : 0.05;
+		$wait = 0.005 if $wait > 0.005 && @held;
+		$wait = 0 if $wait < 0;
+		my $counted = 0;
+		for my $s ($sel->can_read($wait))
 		{
 			if ($s == $listen)
 			{
@@ -164,8 +242,14 @@ sub _run
 					close $c;
 					next;
 				}
-				$peer{ fileno $c } = [ $c, $srv, 1 ];
-				$peer{ fileno $srv } = [ $srv, $c, 0 ];
+				my $ce = { s => $c, client => 1, in => '', greeted => 0 };
+				my $se = { s => $srv, client => 0 };
+				$ce->{to} = $srv;
+				$se->{to} = $c;
+				$ce->{peer} = $se;
+				$se->{peer} = $ce;
+				$peer{ fileno $c } = $ce;
+				$peer{ fileno $srv } = $se;
 				$sel->add($c, $srv);
 				next;
 			}
@@ -178,15 +262,24 @@ sub _run
 				next;
 			}
 			next if $mode eq 'cut';
-			next if $mode eq 'swallow' && !$e->[2];    # a reply: drop it
-			my $off = 0;
-			while ($off < $n)
+			if ($e->{client})
 			{
-				my $w = syswrite($e->[1], $buf, $n - $off, $off);
-				last unless $w;
-				$off += $w;
+				$counted |= _count_frames($e, $buf, \%counts);
+				$send->($e->{to}, $buf);
+				next;
 			}
+			next if $mode eq 'swallow';    # a reply: drop it
+			if ($delay)
+			{
+				my $due = time + $delay;
+				$due = $held[-1][0] if @held && $held[-1][0] > $due;
+				push @held, [ $due, $e->{peer}, $buf ];
+				next;
+			}
+			$send->($e->{to}, $buf);
 		}
+		_write($self->{counts}, join('', map { "$_ $counts{$_}\n" } sort keys %counts))
+		  if $counted;
 	}
 }
 

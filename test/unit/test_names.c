@@ -186,6 +186,64 @@ test_blocker(void)
 	check(zkl_names_blocker(q, 3, 2) == 1, "foreign waiter between own nodes blocks");
 }
 
+/* Parse names into q (own prefix "_c_me") and sort them. */
+static void
+queue_of(ZklChild *q, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		check(zkl_names_parse_child(names[i], "_c_me", &q[i]), names[i]);
+	zkl_names_sort(q, n);
+}
+
+static void
+test_handoff(void)
+{
+	ZklChild	q[5];
+	static const char *const head[] = {"_c_o-lock-0000000001",
+	"_c_me1-lock-0000000002"};
+	static const char *const third[] = {"_c_o-lock-0000000001",
+	"_c_p-lock-0000000002", "_c_me1-lock-0000000003"};
+	static const char *const readers[] = {"_c_o-__READ__0000000001",
+	"_c_p-__WRIT__0000000002", "_c_me1-__READ__0000000003"};
+	static const char *const behind_two[] = {"_c_o-__WRIT__0000000001",
+	"_c_p-__WRIT__0000000002", "_c_me1-__READ__0000000003"};
+	static const char *const after_reader[] = {"_c_o-__READ__0000000001",
+	"_c_p-__READ__0000000002", "_c_me1-__WRIT__0000000003"};
+	static const char *const own_first[] = {"_c_me0-__READ__0000000001",
+	"_c_o-lock-0000000002", "_c_me1-lock-0000000003"};
+	static const char *const foreign[] = {"strange0000000001",
+	"_c_o-lock-0000000002", "_c_me1-lock-0000000003"};
+	static const char *const kazoo[] = {"abc__lock__0000000001",
+	"_c_me1-lock-0000000002"};
+	static const char *const tied[] = {"_c_o-lock-2147483647",
+	"_c_me1-lock-2147483647"};
+
+	queue_of(q, head, 2);
+	check(zkl_names_handoff(q, 2, 1, 0), "second in line: the head's deletion hands over");
+	queue_of(q, third, 3);
+	check(zkl_names_handoff(q, 3, 1, 0), "the second of three is handed over");
+	check(!zkl_names_handoff(q, 3, 2, 1), "a predecessor that was not the head: list again");
+	queue_of(q, readers, 3);
+	check(zkl_names_handoff(q, 3, 2, 1), "a reader behind one writer and earlier readers");
+	queue_of(q, behind_two, 3);
+	check(!zkl_names_handoff(q, 3, 2, 1), "a reader behind two writers: list again");
+	queue_of(q, after_reader, 3);
+	check(!zkl_names_handoff(q, 3, 2, 1), "a writer behind two readers: list again");
+	queue_of(q, own_first, 3);
+	check(zkl_names_handoff(q, 3, 2, 1), "our own earlier node never blocks");
+	queue_of(q, foreign, 3);
+	check(!zkl_names_handoff(q, 3, 2, 1), "a node no known recipe names: list again");
+	queue_of(q, kazoo, 2);
+	check(zkl_names_handoff(q, 2, 1, 0), "kazoo's nodes are known");
+	queue_of(q, tied, 2);
+	q[0].czxid = 1;
+	q[1].czxid = 2;
+	zkl_names_sort(q, 2);
+	check(!zkl_names_handoff(q, 2, 1, 0), "equal sequence numbers: list again");
+	check(!zkl_names_handoff(q, 2, 1, -1) && !zkl_names_handoff(q, 2, 0, 1),
+		  "no blocker, or a blocker after self: never");
+}
+
 static void
 test_uuid(void)
 {
@@ -226,6 +284,7 @@ main(void)
 	test_parse();
 	test_order();
 	test_blocker();
+	test_handoff();
 	test_uuid();
 	test_session_of();
 	printf("1..%d\n", ntests);

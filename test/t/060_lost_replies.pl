@@ -122,6 +122,39 @@ like(slurp_file($node->logfile), qr/LOG:  zookeeper client: .*ZOO_(ERROR|WARN)@/
 	'client library messages reach the server log');
 unlike($err . $w->{stderr}, qr/zookeeper client/, 'and not the client');
 
+# --- a cancel while the watch request is under way (its reply held back by
+# the proxy): the library registers the watch only when the reply arrives,
+# after the give-up; the watch must still go, and the holder's release must
+# not wake the cancelled backend.
+my $h4 = session(0);
+$h4->query_safe("SELECT zk_lock('cancel-watch')");
+my ($hnode) = zk_children($zk, '/zklock/cancel-watch');
+my $v = session(1);
+my $vpid = backend_pid($v);
+$v->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+my $notes = $v->query_safe('SELECT notifications FROM zk_session()');
+my $gets = $proxy->requests('get');
+$proxy->mode('delay:1500');
+start_wait($v, "SELECT zk_lock('cancel-watch')");
+ok(poll_until(sub { $proxy->requests('get') > $gets }, 30),
+	'the watch request is sent, its reply held back');
+$node->safe_psql('postgres', "SELECT pg_cancel_backend($vpid)");
+($out, $err) = finish_wait($v);
+like($err, qr/canceling statement due to user request/, 'the waiter is cancelled');
+$proxy->mode('pass');
+ok(poll_until(sub { zk_count($zk, '/zklock/cancel-watch') == 1 }, 30),
+	'its node is gone');
+my $watched = sub { ($zk->watches_by_path->{"/zklock/cancel-watch/$hnode"} // 0) };
+ok(poll_until(sub { $watched->() == 0 }, 30),
+	'no watch is left on the holder\'s node once the late reply has come')
+  or diag('watches: ' . $watched->());
+$h4->query_safe("SELECT zk_unlock('cancel-watch')");
+ok(poll_until(sub { zk_count($zk, '/zklock/cancel-watch') == 0 }, 30), 'the holder releases');
+is($v->query_safe('SELECT notifications FROM zk_session()'), $notes,
+	'the release woke nobody in the cancelled backend');
+is($v->query_safe("SELECT zk_try_lock('cancel-watch')"), 't',
+	'and its session works on');
+
 $proxy->stop;
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);
 done_testing();

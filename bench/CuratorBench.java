@@ -5,6 +5,11 @@
 //                                                      (session) per thread
 //   java CuratorBench distinct HOSTS CLIENTS SECS OUT  one lock per thread,
 //                                                      one client per thread
+//   java CuratorBench latency  HOSTS WARM N SETTLE_US OUT
+//                                                      hand-off latency: from
+//                                                      the holder's release to
+//                                                      the waiter's acquire
+//                                                      returning (two clients)
 //   java CuratorBench herd     HOSTS WAITERS OUT       one shared client, a
 //                                                      holder and WAITERS
 //                                                      threads on one lock
@@ -95,6 +100,75 @@ public class CuratorBench {
         all.add(s);
         write(out, all, n, secs, 1, "");
         c.close();
+    }
+
+    // The waiter runs in its own thread (a mutex is released by the thread
+    // that holds it); the main thread holds, waits until the waiter's node
+    // is queued and SETTLE_US more, then releases.
+    static void latency(String hosts, int warm, int n, long settleUs, String out)
+            throws Exception {
+        CuratorFramework ca = client(hosts);
+        CuratorFramework cb = client(hosts);
+        String path = ROOT + "/l";
+        InterProcessMutex ma = new InterProcessMutex(ca, path);
+        InterProcessMutex mb = new InterProcessMutex(cb, path);
+        java.util.concurrent.BlockingQueue<Long> acquired =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.BlockingQueue<Boolean> cmd =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.BlockingQueue<Boolean> released =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread w = new Thread(() -> {
+            try {
+                while (cmd.take()) {
+                    acquire(mb);
+                    acquired.put(System.nanoTime());
+                    cmd.take();
+                    mb.release();
+                    released.put(true);
+                }
+            } catch (Throwable t) {
+                failure.set(t);
+                acquired.offer(-1L);
+                released.offer(false);
+            }
+        });
+        w.start();
+        Samples s = new Samples();
+        long tAll = 0;
+        for (int i = 0; i < warm + n; i++) {
+            if (i == warm)
+                tAll = System.nanoTime();
+            acquire(ma);
+            cmd.put(true);
+            long limit = System.nanoTime() + 10_000_000_000L;
+            while (ca.getChildren().forPath(path).size() != 2) {
+                if (System.nanoTime() > limit || failure.get() != null)
+                    throw new IllegalStateException("waiter did not queue", failure.get());
+                Thread.sleep(0, 200_000);
+            }
+            TimeUnit.MICROSECONDS.sleep(settleUs);
+            long t0 = System.nanoTime();
+            ma.release();
+            Long t1 = acquired.poll(WAIT_S, TimeUnit.SECONDS);
+            if (t1 == null || t1 < 0)
+                throw new IllegalStateException("waiter failed", failure.get());
+            if (i >= warm)
+                s.add(t1 - t0);
+            cmd.put(true);
+            Boolean ok = released.poll(WAIT_S, TimeUnit.SECONDS);
+            if (ok == null || !ok)
+                throw new IllegalStateException("waiter did not release", failure.get());
+        }
+        cmd.put(false);
+        w.join(WAIT_S * 1000);
+        double secs = (System.nanoTime() - tAll) / 1e9;
+        List<Samples> all = new ArrayList<>();
+        all.add(s);
+        write(out, all, n, secs, 2, "");
+        ca.close();
+        cb.close();
     }
 
     static void multi(String hosts, int clients, double secs, String out,
@@ -237,6 +311,10 @@ public class CuratorBench {
                     break;
                 case "herd":
                     herd(a[1], Integer.parseInt(a[2]), a[3]);
+                    break;
+                case "latency":
+                    latency(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]),
+                            Long.parseLong(a[4]), a[5]);
                     break;
                 default:
                     System.err.println("unknown mode " + a[0]);

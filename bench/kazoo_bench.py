@@ -5,6 +5,11 @@
                                                     client (session) per client
     kazoo_bench.py distinct HOSTS CLIENTS SECS OUT  one lock per client, one
                                                     process and client each
+    kazoo_bench.py latency  HOSTS WARM N SETTLE_US OUT
+                                                    hand-off latency: from the
+                                                    holder's release to the
+                                                    waiter's acquire returning
+                                                    (two clients, two threads)
     kazoo_bench.py herd     HOSTS WAITERS OUT       one shared client, a holder
                                                     and WAITERS threads
 
@@ -206,6 +211,59 @@ def herd(hosts, waiters, out):
     c.close()
 
 
+def latency(hosts, warm, n, settle_us, out):
+    import queue
+    ca, cb = client(hosts), client(hosts)
+    path = ROOT + "/l"
+    la, lb = ca.Lock(path), cb.Lock(path)
+    cmd, acquired, released = queue.Queue(), queue.Queue(), queue.Queue()
+    failure = []
+
+    def waiter():
+        try:
+            while cmd.get():
+                acquire(lb)
+                acquired.put(time.perf_counter())
+                cmd.get()
+                lb.release()
+                released.put(True)
+        except BaseException as e:
+            failure.append(e)
+            acquired.put(None)
+            released.put(False)
+
+    w = threading.Thread(target=waiter, daemon=True)
+    w.start()
+    lats = []
+    t_all = time.perf_counter()
+    for i in range(warm + n):
+        if i == warm:
+            t_all = time.perf_counter()
+        acquire(la)
+        cmd.put(True)
+        limit = time.perf_counter() + 10
+        while len(ca.get_children(path)) != 2:
+            if time.perf_counter() > limit or failure:
+                raise RuntimeError("waiter did not queue: %r" % failure)
+            time.sleep(0.0002)
+        time.sleep(settle_us / 1e6)
+        t0 = time.perf_counter()
+        la.release()
+        t1 = acquired.get(timeout=WAIT_S)
+        if t1 is None:
+            raise RuntimeError("waiter failed: %r" % failure)
+        if i >= warm:
+            lats.append(round((t1 - t0) * 1e6))
+        cmd.put(True)
+        if not released.get(timeout=WAIT_S):
+            raise RuntimeError("waiter did not release: %r" % failure)
+    cmd.put(False)
+    write(out, lats, n, time.perf_counter() - t_all, 2)
+    for c in (ca, cb):
+        c.stop()
+        c.close()
+
+
 def main():
     a = sys.argv
     if a[1] == "cycle":
@@ -214,6 +272,8 @@ def main():
         multi(a[2], int(a[3]), float(a[4]), a[5], a[1] == "handoff")
     elif a[1] == "herd":
         herd(a[2], int(a[3]), a[4])
+    elif a[1] == "latency":
+        latency(a[2], int(a[3]), int(a[4]), int(a[5]), a[6])
     else:
         sys.exit("unknown mode " + a[1])
 

@@ -8,6 +8,16 @@
  *                                                      queue on one lock
  *   pg_client mem      CONNINFO BACKENDS OUT           RSS of backends before
  *                                                      and after a zklock session
+ *   pg_client latency  CONNINFO MODE WARM N SETTLE_US OUT
+ *                                                      hand-off latency: from
+ *                                                      the holder's unlock sent
+ *                                                      to the waiter's lock
+ *                                                      returning (two
+ *                                                      connections, roles swap)
+ *   pg_client cron     CONNINFO MODE WARM N OUT        a cron job: connect,
+ *                                                      lock, unlock, disconnect
+ *                                                      (MODE connect: only
+ *                                                      connect and disconnect)
  *
  * MODE: zklock   SELECT zk_lock($1) ; SELECT zk_unlock($1)
  *       zkxact   BEGIN ; SELECT zk_xact_lock($1) ; COMMIT
@@ -685,6 +695,162 @@ run_mem(int n, const char *out)
 	return 0;
 }
 
+/* Read a busy connection's result; 0 if it is one row (and "t" for U). */
+static int
+collect(Client *c, const char *stmt)
+{
+	PGresult   *r;
+	int			ok = 1;
+	int			rows = 0;
+
+	while ((r = PQgetResult(c->conn)) != NULL)
+	{
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+			ok = 0;
+		else if (stmt[0] == 'U' && strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+			ok = 0;
+		rows++;
+		PQclear(r);
+	}
+	if (!ok || rows != 1)
+		snprintf(c->err, sizeof(c->err), "%s(%s): %s", stmt, c->key,
+				 PQerrorMessage(c->conn));
+	return ok && rows == 1 ? 0 : -1;
+}
+
+static void
+send_prepared(Client *c, const char *stmt)
+{
+	const char *params[1] = {c->key};
+
+	if (!PQsendQueryPrepared(c->conn, stmt, 1, params, NULL, NULL, 0))
+		die("send %s: %s", stmt, PQerrorMessage(c->conn));
+}
+
+/*
+ * Hand-off latency.  The holder holds; the waiter sends its lock and
+ * queues, then SETTLE_US more for its watch to be set; the sample runs from
+ * the holder's unlock sent to the waiter's lock result.  Then the roles
+ * swap.
+ */
+static int
+run_latency(int warm, int n, long settle_us, const char *out)
+{
+	Client		a = {0},
+				b = {0};
+	Client	   *hold = &a,
+			   *wait = &b;
+	const char *wait_type = g_mode == M_ADVISORY ? "Lock" : "Extension";
+	char		queued_a[200],
+				queued_b[200];
+	double		t_all = 0;
+
+	if (g_mode == M_ZKXACT)
+		die("latency: use zklock or advisory");
+	a.conn = connect_db();
+	b.conn = connect_db();
+	prepare_all(&a);
+	prepare_all(&b);
+	set_key(&a, "bench-lat", -1);
+	set_key(&b, "bench-lat", -1);
+
+	/*
+	 * Queued: the waiter's backend waits (seen in pg_stat_activity, with no
+	 * ZooKeeper request from the holder); SETTLE_US then covers the rest of
+	 * its enqueue (create and listing, the watch).
+	 */
+	snprintf(queued_a, sizeof(queued_a),
+			 "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND wait_event_type = '%s'",
+			 scalar_int(a.conn, "SELECT pg_backend_pid()"), wait_type);
+	snprintf(queued_b, sizeof(queued_b),
+			 "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND wait_event_type = '%s'",
+			 scalar_int(b.conn, "SELECT pg_backend_pid()"), wait_type);
+	if (prepared(hold, "L") != 0)
+		die("%s", hold->err);
+	for (int i = 0; i < warm + n; i++)
+	{
+		double		t0,
+					t1,
+					limit = now_s() + 10;
+		Client	   *t;
+
+		if (i == warm)
+			t_all = now_s();
+		send_prepared(wait, "L");
+		while (scalar_int(hold->conn, wait == &a ? queued_a : queued_b) != 1)
+		{
+			if (now_s() > limit)
+				die("latency: the waiter did not queue within 10 s");
+			usleep(200);
+		}
+		usleep((useconds_t) settle_us);
+		t0 = now_s();
+		send_prepared(hold, "U");
+		if (collect(wait, "L") != 0)
+			die("%s", wait->err);
+		t1 = now_s();
+		if (collect(hold, "U") != 0)
+			die("%s", hold->err);
+		if (i >= warm)
+		{
+			add_sample(&a.lat, t1 - t0);
+			a.cycles++;
+		}
+		t = hold;
+		hold = wait;
+		wait = t;
+	}
+	if (prepared(hold, "U") != 0)
+		die("%s", hold->err);
+	write_results(out, &a, 1, now_s() - t_all);
+	PQfinish(a.conn);
+	PQfinish(b.conn);
+	return 0;
+}
+
+/* A cron job's pattern: every sample a new connection. */
+static int
+run_cron(const char *what, int warm, int n, const char *out)
+{
+	Client		acc = {0};
+	const char *lock_sql = NULL,
+			   *unlock_sql = NULL;
+	double		t_all = 0;
+
+	if (strcmp(what, "zklock") == 0)
+	{
+		lock_sql = "SELECT zk_lock('bench-cron')";
+		unlock_sql = "SELECT zk_unlock('bench-cron')";
+	}
+	else if (strcmp(what, "advisory") == 0)
+	{
+		lock_sql = "SELECT pg_advisory_lock(4243)";
+		unlock_sql = "SELECT pg_advisory_unlock(4243)";
+	}
+	else if (strcmp(what, "connect") != 0)
+		die("cron: unknown mode %s", what);
+	for (int i = 0; i < warm + n; i++)
+	{
+		Client		c = {0};
+		double		t0;
+
+		if (i == warm)
+			t_all = now_s();
+		t0 = now_s();
+		c.conn = connect_db();
+		if (lock_sql && (simple(&c, lock_sql) != 0 || simple(&c, unlock_sql) != 0))
+			die("%s", c.err);
+		PQfinish(c.conn);
+		if (i >= warm)
+		{
+			add_sample(&acc.lat, now_s() - t0);
+			acc.cycles++;
+		}
+	}
+	write_results(out, &acc, 1, now_s() - t_all);
+	return 0;
+}
+
 static enum Mode
 parse_mode(const char *s)
 {
@@ -707,7 +873,9 @@ main(int argc, char **argv)
 				"usage: pg_client cycle CONNINFO MODE WARM N OUT\n"
 				"       pg_client handoff|distinct CONNINFO MODE CLIENTS SECONDS OUT\n"
 				"       pg_client herd CONNINFO WAITERS OUT\n"
-				"       pg_client mem CONNINFO BACKENDS OUT\n");
+				"       pg_client mem CONNINFO BACKENDS OUT\n"
+				"       pg_client latency CONNINFO MODE WARM N SETTLE_US OUT\n"
+				"       pg_client cron CONNINFO zklock|advisory|connect WARM N OUT\n");
 		return 2;
 	}
 	g_conninfo = argv[2];
@@ -715,6 +883,13 @@ main(int argc, char **argv)
 		return run_herd(atoi(argv[3]), argv[4]);
 	if (strcmp(argv[1], "mem") == 0)
 		return run_mem(atoi(argv[3]), argv[4]);
+	if (strcmp(argv[1], "cron") == 0 && argc == 7)
+		return run_cron(argv[3], atoi(argv[4]), atoi(argv[5]), argv[6]);
+	if (strcmp(argv[1], "latency") == 0 && argc == 8)
+	{
+		g_mode = parse_mode(argv[3]);
+		return run_latency(atoi(argv[4]), atoi(argv[5]), atol(argv[6]), argv[7]);
+	}
 	if (argc != 7)
 		die("wrong number of arguments");
 	g_mode = parse_mode(argv[3]);

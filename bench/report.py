@@ -4,7 +4,7 @@
 
 RESULTS_DIR holds meta (key=value) and, per figure, contender and round,
 FIG.WHO.rK.sum (key=value) with FIG.WHO.rK.lat (microseconds, one per line),
-or FIG.WHO.rK.fail (the reason).  Latency percentiles are taken over the
+or FIG.WHO.rK.fail (the reason); rounds at a distance are dK.  Latency percentiles are taken over the
 samples of all rounds pooled; rates are total cycles over total seconds.
 Prints the report and writes it to OUTPUT_FILE.
 """
@@ -46,6 +46,8 @@ def read_text(path):
 
 meta = kv(os.path.join(R, "meta"))
 ROUNDS = int(meta.get("rounds_done") or 0)
+DROUNDS = int(meta.get("delay_rounds_done") or 0)
+DELAY = meta.get("delay_ms", "?")
 
 
 def pct(sorted_v, p):
@@ -58,8 +60,9 @@ def pct(sorted_v, p):
 class Result:
     """One contender in one figure, over the rounds."""
 
-    def __init__(self, fig, who):
+    def __init__(self, fig, who, tag="r", rounds=None):
         self.fig, self.who = fig, who
+        self.nrounds = ROUNDS if rounds is None else rounds
         self.lat = []
         self.cycles = 0
         self.seconds = 0.0
@@ -67,8 +70,8 @@ class Result:
         self.round_rate = []
         self.fails = []
         self.sums = []
-        for r in range(1, ROUNDS + 1):
-            base = os.path.join(R, "%s.%s.r%d" % (fig, who, r))
+        for r in range(1, self.nrounds + 1):
+            base = os.path.join(R, "%s.%s.%s%d" % (fig, who, tag, r))
             s = kv(base + ".sum")
             if not s or os.path.exists(base + ".fail"):
                 self.fails.append(read_text(base + ".fail") or "no result")
@@ -120,9 +123,33 @@ LABEL_DISTINCT = dict(LABEL)
 PEERS = ["floor", "zklock", "zklock-xact", "curator", "kazoo", "pg-advisory"]
 
 res = {}
+resd = {}
 for fig in ("cycle", "handoff", "distinct"):
     for who in PEERS + (["floor-async", "floor-read"] if fig == "cycle" else []):
         res[fig, who] = Result(fig, who)
+        resd[fig, who] = Result(fig, who, "d", DROUNDS)
+LAT_PEERS = ["floor", "zklock", "curator", "kazoo", "pg-advisory"]
+CRON_PEERS = ["floor", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
+for who in LAT_PEERS:
+    res["latency", who] = Result("latency", who)
+    resd["latency", who] = Result("latency", who, "d", DROUNDS)
+for who in CRON_PEERS:
+    res["cron", who] = Result("cron", who)
+    resd["cron", who] = Result("cron", who, "d", DROUNDS)
+LABEL_LAT = {
+    "floor": "floor       C client, delete -> watch event",
+    "zklock": "zklock      zk_unlock sent -> zk_lock returns",
+    "curator": "curator     release() -> acquire() returns",
+    "kazoo": "kazoo       release() -> acquire() returns",
+    "pg-advisory": "pg-advisory pg_advisory_unlock -> _lock returns",
+}
+LABEL_CRON = {
+    "floor": "floor       C client: connect+create+delete+close",
+    "pg-connect": "connect     PostgreSQL connect + disconnect",
+    "zklock": "zklock      connect, zk_lock, zk_unlock (first call)",
+    "zklock-preloaded": "zklock      the same, zklock preloaded",
+    "pg-advisory": "pg-advisory connect, lock, unlock (central PG)",
+}
 
 
 def ms(v):
@@ -166,14 +193,17 @@ def row(label, value, p50, p99, vsfloor, rounds):
     emit("%-*s %13s %8s %8s %9s  %s" % (W1, "  " + label, value, p50, p99, vsfloor, rounds))
 
 
-def figure_rows(fig, labels, latency_main):
-    floor = res[fig, "floor"]
-    for who in (PEERS[:1] + (["floor-async", "floor-read"] if fig == "cycle" else []) + PEERS[1:]):
-        r = res[fig, who]
+def figure_rows(fig, labels, latency_main, rs=None, whos=None):
+    rs = res if rs is None else rs
+    floor = rs[fig, "floor"]
+    if whos is None:
+        whos = PEERS[:1] + (["floor-async", "floor-read"] if fig == "cycle" else []) + PEERS[1:]
+    for who in whos:
+        r = rs[fig, who]
         if not r.ok:
             row(labels[who], "FAILED", "-", "-", "-", "; ".join(r.fails)[:60])
             continue
-        part = "" if len(r.sums) == ROUNDS else " (%d/%d rounds)" % (len(r.sums), ROUNDS)
+        part = "" if len(r.sums) == r.nrounds else " (%d/%d rounds)" % (len(r.sums), r.nrounds)
         if latency_main:
             value = "%.0f/s" % (1000 / r.p50) if who != "floor-read" else "read"
             vs = ratio(r.p50, floor.p50) if floor.ok and who != "floor-read" else "-"
@@ -197,6 +227,41 @@ emit("3. distinct-lock throughput: %s clients (one session each), %s names, %s x
      % (meta.get("distinct_clients"), meta.get("distinct_clients"), ROUNDS, meta.get("seconds")))
 emit("   (value = cycles/s of all clients; p50/p99 of the cycle; vs floor = rate ratio)")
 figure_rows("distinct", LABEL_DISTINCT, False)
+
+
+def rtt(rs):
+    r = rs["cycle", "floor-read"]
+    return ms(r.p50) if r.ok else "-"
+
+
+emit("6. hand-off latency: 2 clients, one lock; the holder releases once the waiter is queued"
+     " (and %s ms more for its watch);" % "3")
+emit("   %s samples per round, %s rounds (value = 1/p50; vs floor = p50 ratio; per round = p50)"
+     % (meta.get("lat_n"), ROUNDS))
+figure_rows("latency", LABEL_LAT, True, res, LAT_PEERS)
+emit("7. cron-job pattern: every sample a new connection (PostgreSQL) or session (C client),"
+     " %s per round, %s rounds" % (meta.get("cron_n"), ROUNDS))
+emit("   (value = 1/p50; vs floor = p50 ratio to the C client's whole session)")
+figure_rows("cron", LABEL_CRON, True, res, CRON_PEERS)
+
+emit()
+emit("at a distance: %s ms each way between every client and every server (bench/delay_proxy.c;"
+     " pg_advisory_lock: client -> central PostgreSQL),"
+     % DELAY)
+emit("   %s of %s rounds, %s cycles per run; one ZooKeeper read round trip: %s ms p50 here vs %s ms"
+     " on loopback" % (DROUNDS, meta.get("delay_rounds_planned", "?"), meta.get("delay_cycles"),
+                      rtt(resd), rtt(res)))
+emit("1d. uncontended lock+unlock cycle")
+figure_rows("cycle", LABEL, True, resd)
+emit("2d. contended hand-off: %s clients, one lock" % meta.get("handoff_clients"))
+figure_rows("handoff", LABEL_HANDOFF, False, resd)
+emit("3d. distinct-lock throughput: %s clients" % meta.get("distinct_clients"))
+figure_rows("distinct", LABEL_DISTINCT, False, resd)
+emit("6d. hand-off latency (settle 3 ms + 6 x the one-way delay)")
+figure_rows("latency", LABEL_LAT, True, resd, LAT_PEERS)
+emit("7d. cron-job pattern (PostgreSQL local, ZooKeeper and the central PostgreSQL at the distance)")
+figure_rows("cron", LABEL_CRON, True, resd, CRON_PEERS)
+emit()
 
 # herd
 herd = {}
@@ -234,12 +299,12 @@ for who in ("zklock", "curator", "kazoo"):
 # memory
 emit("5. memory: a backend after SELECT 1, then after zk_try_lock('m') + zk_unlock('m')"
      " (%s backends each, means)" % meta.get("mem_backends"))
-emit("   (value = VmRSS added; then what it is made of: RssAnon, RssFile, RssShmem, and USS ="
-     " Private_Clean+Private_Dirty)")
+emit("   (value = VmRSS added; PSS added (shared pages divided among their users); what RSS is"
+     " made of: RssAnon, RssFile, RssShmem; USS = Private_Clean+Private_Dirty)")
 mem = {}
 mem_anon = {}
 idle_threads = []
-MEM_KEYS = ("rss", "anon", "file", "shmem", "private", "threads")
+MEM_KEYS = ("rss", "anon", "file", "shmem", "pss", "private", "threads")
 for c, label in (("zk", "zklock      loaded on first call"),
                  ("central", "zklock      preloaded")):
     s = kv(os.path.join(R, "mem.%s.sum" % c))
@@ -262,8 +327,9 @@ for c, label in (("zk", "zklock      loaded on first call"),
             return sum(r[name][1] - r[name][0] for r in recs) / len(recs)
 
         th = sorted(set("%d -> %d" % r["threads"] for r in recs))
-        detail = "anon %+.0f, file %+.0f, shmem %+.0f, USS %+.0f kB; threads %s" % (
-            delta("anon"), delta("file"), delta("shmem"), delta("private"), ", ".join(th))
+        detail = "PSS %+.0f, anon %+.0f, file %+.0f, shmem %+.0f, USS %+.0f kB; threads %s" % (
+            delta("pss"), delta("anon"), delta("file"), delta("shmem"), delta("private"),
+            ", ".join(th))
         if tag == "zk":
             mem[c] = delta("rss")
             mem_anon[c] = delta("anon")
@@ -377,13 +443,56 @@ for c, what in (("zk", "zklock loaded on first call"), ("central", "zklock prelo
     else:
         target(False, "< 2 MB RSS per connected backend (%s): measurement FAILED" % what)
 
-failed = [(f, w) for (f, w), r in res.items() if r.fails]
+# the targets of the hand-off, distance and cron-job figures
+for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
+    a, f, cu, kz = (rs["latency", w] for w in ("zklock", "floor", "curator", "kazoo"))
+    if a.ok and f.ok:
+        target(a.p50 <= 1.10 * f.p50 and (not cu.ok or a.p50 < cu.p50) and
+               (not kz.ok or a.p50 < kz.p50),
+               "hand-off latency <= 1.10x the notification floor and below Curator and kazoo (%s):"
+               " p50 %s ms = %s floor (%s ms); Curator %s ms, kazoo %s ms"
+               % (where, ms(a.p50), ratio(a.p50, f.p50), ms(f.p50),
+                  ms(cu.p50) if cu.ok else "FAILED", ms(kz.p50) if kz.ok else "FAILED"))
+    else:
+        target(False, "hand-off latency (%s): no result" % where)
+for me in ("zklock", "zklock-xact"):
+    a, cu, kz = (resd["cycle", w] for w in (me, "curator", "kazoo"))
+    tag = "" if me == "zklock" else " [xact variant]"
+    if a.ok and cu.ok and kz.ok:
+        target(a.p50 <= 0.65 * cu.p50 and a.p50 <= 0.65 * kz.p50,
+               "uncontended cycle at %s ms <= 0.65x Curator's and kazoo's%s: %s ms = %s Curator,"
+               " %s kazoo" % (DELAY, tag, ms(a.p50), ratio(a.p50, cu.p50), ratio(a.p50, kz.p50)))
+    else:
+        target(False, "uncontended cycle at %s ms%s: no result" % (DELAY, tag))
+for me in ("zklock", "zklock-xact"):
+    a, cu, kz = (resd["handoff", w] for w in (me, "curator", "kazoo"))
+    tag = "" if me == "zklock" else " [xact variant]"
+    if a.ok and cu.ok and kz.ok:
+        target(a.rate > cu.rate and a.rate > kz.rate,
+               "contended hand-off at %s ms above Curator and kazoo%s: %.0f/s vs %.0f/s, %.0f/s"
+               % (DELAY, tag, a.rate, cu.rate, kz.rate))
+    else:
+        target(False, "contended hand-off at %s ms%s: no result" % (DELAY, tag))
+for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
+    a, f, c = (rs["cron", w] for w in ("zklock", "floor", "pg-connect"))
+    if a.ok and f.ok and c.ok:
+        base = f.p50 + c.p50
+        target(a.p50 <= 1.15 * base,
+               "cron-job pattern <= 1.15x connect + the raw session (%s): zklock %s ms ="
+               " %s of %s + %s ms (preloaded: %s ms)"
+               % (where, ms(a.p50), ratio(a.p50, base), ms(c.p50), ms(f.p50),
+                  ms(rs["cron", "zklock-preloaded"].p50)))
+    else:
+        target(False, "cron-job pattern (%s): no result" % where)
+
+failed = [(f, w, "", r) for (f, w), r in res.items() if r.fails] + \
+    [(f, w, " at distance", r) for (f, w), r in resd.items() if r.fails]
 if failed:
     emit()
     emit("failed runs (a row with fewer rounds uses the rounds that succeeded):")
-    for f, w in failed:
-        emit("  %s %s: %d of %d rounds failed: %s" % (
-            f, w, len(res[f, w].fails), ROUNDS, "; ".join(res[f, w].fails)[:200]))
+    for f, w, where, r in failed:
+        emit("  %s %s%s: %d of %d rounds failed: %s" % (
+            f, w, where, len(r.fails), r.nrounds, "; ".join(r.fails)[:200]))
 
 text = "\n".join(lines) + "\n"
 sys.stdout.write(text)

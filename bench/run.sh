@@ -12,16 +12,30 @@
 # and MET / NOT MET per target, writes it to bench/results/latest.txt, and
 # stops every process it started, by PID, on success and on failure.
 #
-# Settings (environment): BENCH_ROUNDS (3), BENCH_CYCLES (700 per round),
-# BENCH_SECONDS (3 per run), BENCH_HERD (500 waiters), BENCH_KEEP=1 keeps the
-# work directory.  Must run as root (installs zklock; clusters run as
-# "postgres").
+# Then the same figures at a distance: every client (PostgreSQL backends,
+# Curator, kazoo, the C client, and the central PostgreSQL's clients) reaches
+# the servers through bench/delay_proxy.c, which holds every byte for
+# BENCH_DELAY_MS in each direction; the round trip is measured and printed.
+# New figures at both distances: the hand-off latency (unlock sent -> the
+# waiter's lock returns) and the cron-job pattern (new connection, lock,
+# unlock, disconnect).
+#
+# Settings (environment): BENCH_ROUNDS (3), BENCH_CYCLES (600 per round),
+# BENCH_SECONDS (3 per run), BENCH_HERD (500 waiters), BENCH_DELAY_MS (2),
+# BENCH_DELAY_ROUNDS (2), BENCH_DELAY_CYCLES (120 per round), BENCH_KEEP=1
+# keeps the work directory.  Must run as root (installs zklock; clusters run
+# as "postgres").
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$top/bench
 ROUNDS=${BENCH_ROUNDS:-3}
-CYCLES=${BENCH_CYCLES:-700}
+CYCLES=${BENCH_CYCLES:-600}
+DELAY_MS=${BENCH_DELAY_MS:-2}
+DROUNDS=${BENCH_DELAY_ROUNDS:-2}
+DCYCLES=${BENCH_DELAY_CYCLES:-120}
+LAT_N=150            # hand-off latency samples per run (at a distance: half)
+CRON_N=60            # cron-job samples per run (at a distance: half)
 WARM=100
 JWARM=400            # Curator: JIT warm-up before the timed cycles
 SECS=${BENCH_SECONDS:-3}
@@ -29,7 +43,8 @@ HANDOFF_CLIENTS=8
 DISTINCT_CLIENTS=32
 HERD=${BENCH_HERD:-500}
 MEM_BACKENDS=5
-BUDGET_ROUNDS_S=330  # start no further round after this much time
+BUDGET_ROUNDS_S=200  # start no further loopback round after this much time
+BUDGET_DELAY_S=420   # start no further round at a distance after this much
 PY=/usr/bin/python3  # kazoo imports only under Debian's python3
 JAVA_DIR=/usr/share/java
 bindir=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
@@ -120,16 +135,18 @@ mkdir -p "$R" "$W/bin"
 say "building the clients"
 gcc -O2 -Wall -Wextra -DTHREADED -o "$W/bin/zk_floor" "$B/zk_floor.c" \
 	-lzookeeper_mt -lpthread || fail "zk_floor.c did not build"
+gcc -O2 -Wall -Wextra -o "$W/bin/delay_proxy" "$B/delay_proxy.c" ||
+	fail "delay_proxy.c did not build"
 gcc -O2 -Wall -Wextra -I"$(pg_config --includedir)" -o "$W/bin/pg_client" \
 	"$B/pg_client.c" -L"$(pg_config --libdir)" -lpq -lpthread ||
 	fail "pg_client.c did not build"
-CP=$W/bin
+CP_J=$W/bin
 for j in curator-recipes curator-framework curator-client guava zookeeper \
 	zookeeper-jute slf4j-api slf4j-nop; do
-	CP=$CP:$JAVA_DIR/$j.jar
+	CP_J=$CP_J:$JAVA_DIR/$j.jar
 done
 CURATOR_OK=1
-javac -nowarn -d "$W/bin" -cp "$CP" "$B/CuratorBench.java" >"$W/javac.log" 2>&1 ||
+javac -nowarn -d "$W/bin" -cp "$CP_J" "$B/CuratorBench.java" >"$W/javac.log" 2>&1 ||
 	{ CURATOR_OK=0; say "CuratorBench.java did not compile: Curator rows will say FAILED"; }
 KAZOO_OK=1
 $PY -c 'import kazoo' 2>/dev/null || { KAZOO_OK=0; say "kazoo not importable under $PY"; }
@@ -192,6 +209,42 @@ shared_preload_libraries = 'zklock'" || fail "cluster central did not start: $(t
 CI_ZK="host=127.0.0.1 port=$ZK_PORT user=postgres dbname=postgres"
 CI_CENTRAL="host=127.0.0.1 port=$CENTRAL_PORT user=postgres dbname=postgres"
 
+# The distance: one delaying proxy process, a port per ZooKeeper server and
+# one for the central PostgreSQL (the lock service of pg_advisory_lock).
+# PostgreSQL backends reach ZooKeeper through it by zklock.hosts, set per
+# connection; their own clients stay local, as a cron job's would.
+say "starting the delaying proxy: ${DELAY_MS} ms each way"
+ZK_PORTS=$(echo "$HOSTS" | tr ',' '\n' | sed 's/.*://' | tr '\n' ' ')
+mkfifo "$W/proxy.out"
+"$W/bin/delay_proxy" $((DELAY_MS * 1000)) $ZK_PORTS "$CENTRAL_PORT" >"$W/proxy.out" 2>"$W/proxy.log" &
+PROXY_PID=$!
+BG_PIDS="$BG_PIDS $PROXY_PID"
+read -r PPORTS <"$W/proxy.out" || fail "delay proxy did not start: $(cat "$W/proxy.log")"
+set -- $PPORTS
+D_HOSTS=""
+while [ $# -gt 1 ]; do
+	D_HOSTS="$D_HOSTS${D_HOSTS:+,}127.0.0.1:$1"
+	shift
+done
+D_CENTRAL_PORT=$1
+CI_ZK_D="$CI_ZK options='-c zklock.hosts=$D_HOSTS'"
+CI_CENTRAL_D="host=127.0.0.1 port=$D_CENTRAL_PORT user=postgres dbname=postgres"
+CI_PRELOADED_D="$CI_CENTRAL options='-c zklock.hosts=$D_HOSTS'"
+
+# at_distance 0|1: the hosts and conninfos the contenders use
+at_distance() {
+	if [ "$1" = 1 ]; then
+		H=$D_HOSTS CZ=$CI_ZK_D CC=$CI_CENTRAL_D CPRE=$CI_PRELOADED_D
+		CYC=$DCYCLES WRM=20 JW=100 LN=$((LAT_N / 2)) CN=$((CRON_N / 2))
+		SETTLE=$((3000 + 6000 * DELAY_MS))
+	else
+		H=$HOSTS CZ=$CI_ZK CC=$CI_CENTRAL CPRE=$CI_CENTRAL
+		CYC=$CYCLES WRM=$WARM JW=$JWARM LN=$LAT_N CN=$CRON_N
+		SETTLE=3000
+	fi
+}
+at_distance 0
+
 # ---------------------------------------------------------------- machine
 {
 	echo "nproc=$(nproc)"
@@ -214,6 +267,11 @@ CI_CENTRAL="host=127.0.0.1 port=$CENTRAL_PORT user=postgres dbname=postgres"
 	echo "distinct_clients=$DISTINCT_CLIENTS"
 	echo "herd=$HERD"
 	echo "mem_backends=$MEM_BACKENDS"
+	echo "delay_ms=$DELAY_MS"
+	echo "delay_rounds_planned=$DROUNDS"
+	echo "delay_cycles=$DCYCLES"
+	echo "lat_n=$LAT_N"
+	echo "cron_n=$CRON_N"
 } >"$R/meta"
 
 # ---------------------------------------------------------------- contenders
@@ -222,24 +280,34 @@ CI_CENTRAL="host=127.0.0.1 port=$CENTRAL_PORT user=postgres dbname=postgres"
 run_one() {
 	fig=$1 who=$2 out=$R/$1.$2.$3
 	case $fig in
-	cycle) limit=120 ;;
+	cycle|latency|cron) limit=150 ;;
 	*) limit=$((SECS + 90)) ;;
 	esac
 	case $fig.$who in
-	cycle.floor) set -- "$W/bin/zk_floor" cycle "$HOSTS" $WARM "$CYCLES" "$out" ;;
-	cycle.floor-async) set -- "$W/bin/zk_floor" async "$HOSTS" $WARM "$CYCLES" "$out" ;;
-	cycle.floor-read) set -- "$W/bin/zk_floor" read "$HOSTS" $WARM "$CYCLES" "$out" ;;
-	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CI_ZK" zklock $WARM "$CYCLES" "$out" ;;
-	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CI_ZK" zkxact $WARM "$CYCLES" "$out" ;;
-	cycle.pg-advisory) set -- "$W/bin/pg_client" cycle "$CI_CENTRAL" advisory $WARM "$CYCLES" "$out" ;;
-	cycle.curator) set -- java -Xmx512m -cp "$CP" CuratorBench cycle "$HOSTS" $JWARM "$CYCLES" "$out" ;;
-	cycle.kazoo) set -- $PY "$B/kazoo_bench.py" cycle "$HOSTS" $WARM "$CYCLES" "$out" ;;
-	*.floor) set -- "$W/bin/zk_floor" "$fig" "$HOSTS" "$N_CLIENTS" "$SECS" "$out" ;;
-	*.zklock) set -- "$W/bin/pg_client" "$fig" "$CI_ZK" zklock "$N_CLIENTS" "$SECS" "$out" ;;
-	*.zklock-xact) set -- "$W/bin/pg_client" "$fig" "$CI_ZK" zkxact "$N_CLIENTS" "$SECS" "$out" ;;
-	*.pg-advisory) set -- "$W/bin/pg_client" "$fig" "$CI_CENTRAL" advisory "$N_CLIENTS" "$SECS" "$out" ;;
-	*.curator) set -- java -Xmx512m -cp "$CP" CuratorBench "$fig" "$HOSTS" "$N_CLIENTS" "$SECS" "$out" ;;
-	*.kazoo) set -- $PY "$B/kazoo_bench.py" "$fig" "$HOSTS" "$N_CLIENTS" "$SECS" "$out" ;;
+	cycle.floor) set -- "$W/bin/zk_floor" cycle "$H" $WRM "$CYC" "$out" ;;
+	cycle.floor-async) set -- "$W/bin/zk_floor" async "$H" $WRM "$CYC" "$out" ;;
+	cycle.floor-read) set -- "$W/bin/zk_floor" read "$H" $WRM "$CYC" "$out" ;;
+	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zklock $WRM "$CYC" "$out" ;;
+	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CZ" zkxact $WRM "$CYC" "$out" ;;
+	cycle.pg-advisory) set -- "$W/bin/pg_client" cycle "$CC" advisory $WRM "$CYC" "$out" ;;
+	cycle.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench cycle "$H" $JW "$CYC" "$out" ;;
+	cycle.kazoo) set -- $PY "$B/kazoo_bench.py" cycle "$H" $WRM "$CYC" "$out" ;;
+	latency.floor) set -- "$W/bin/zk_floor" latency "$H" 10 "$LN" "$out" ;;
+	latency.zklock) set -- "$W/bin/pg_client" latency "$CZ" zklock 10 "$LN" "$SETTLE" "$out" ;;
+	latency.pg-advisory) set -- "$W/bin/pg_client" latency "$CC" advisory 10 "$LN" "$SETTLE" "$out" ;;
+	latency.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench latency "$H" 100 "$LN" "$SETTLE" "$out" ;;
+	latency.kazoo) set -- $PY "$B/kazoo_bench.py" latency "$H" 10 "$LN" "$SETTLE" "$out" ;;
+	cron.floor) set -- "$W/bin/zk_floor" session "$H" 5 "$CN" "$out" ;;
+	cron.zklock) set -- "$W/bin/pg_client" cron "$CZ" zklock 5 "$CN" "$out" ;;
+	cron.zklock-preloaded) set -- "$W/bin/pg_client" cron "$CPRE" zklock 5 "$CN" "$out" ;;
+	cron.pg-connect) set -- "$W/bin/pg_client" cron "$CI_ZK" connect 5 "$CN" "$out" ;;
+	cron.pg-advisory) set -- "$W/bin/pg_client" cron "$CC" advisory 5 "$CN" "$out" ;;
+	*.floor) set -- "$W/bin/zk_floor" "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
+	*.zklock) set -- "$W/bin/pg_client" "$fig" "$CZ" zklock "$N_CLIENTS" "$SECS" "$out" ;;
+	*.zklock-xact) set -- "$W/bin/pg_client" "$fig" "$CZ" zkxact "$N_CLIENTS" "$SECS" "$out" ;;
+	*.pg-advisory) set -- "$W/bin/pg_client" "$fig" "$CC" advisory "$N_CLIENTS" "$SECS" "$out" ;;
+	*.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
+	*.kazoo) set -- $PY "$B/kazoo_bench.py" "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
 	esac
 	if [ "$who" = curator ] && [ $CURATOR_OK = 0 ]; then
 		echo "CuratorBench.java did not compile" >"$out.fail"
@@ -280,6 +348,29 @@ rotate() {  # rotate the list by $1 places
 	echo "$@"
 }
 
+LAT_CONTENDERS="floor zklock curator kazoo pg-advisory"
+CRON_CONTENDERS="floor zklock zklock-preloaded pg-connect pg-advisory"
+
+# run_round K TAG: every figure once, contender order rotated by K
+run_round() {
+	k=$1 tag=$2
+	order=$(rotate "$k" $CONTENDERS)
+	say "round $tag: $order"
+	for who in $order; do
+		run_one cycle "$who" "$tag"
+		if [ "$who" = floor ]; then
+			run_one cycle floor-async "$tag"
+			run_one cycle floor-read "$tag"
+		fi
+	done
+	N_CLIENTS=$HANDOFF_CLIENTS
+	for who in $order; do run_one handoff "$who" "$tag"; done
+	N_CLIENTS=$DISTINCT_CLIENTS
+	for who in $order; do run_one distinct "$who" "$tag"; done
+	for who in $(rotate "$k" $LAT_CONTENDERS); do run_one latency "$who" "$tag"; done
+	for who in $(rotate "$k" $CRON_CONTENDERS); do run_one cron "$who" "$tag"; done
+}
+
 rounds_done=0
 r=1
 while [ $r -le "$ROUNDS" ]; do
@@ -287,29 +378,42 @@ while [ $r -le "$ROUNDS" ]; do
 		say "time budget used: stopping after $rounds_done rounds"
 		break
 	fi
-	order=$(rotate $((r - 1)) $CONTENDERS)
-	say "round $r/$ROUNDS: $order"
-	for who in $order; do
-		run_one cycle "$who" r$r
-		if [ "$who" = floor ]; then
-			run_one cycle floor-async r$r
-			run_one cycle floor-read r$r
-		fi
-	done
-	N_CLIENTS=$HANDOFF_CLIENTS
-	for who in $order; do run_one handoff "$who" r$r; done
-	N_CLIENTS=$DISTINCT_CLIENTS
-	for who in $order; do run_one distinct "$who" r$r; done
+	at_distance 0
+	run_round $((r - 1)) r$r
 	rounds_done=$r
 	r=$((r + 1))
 done
 echo "rounds_done=$rounds_done" >>"$R/meta"
 
+drounds_done=0
+r=1
+while [ $r -le "$DROUNDS" ]; do
+	if [ $r -gt 1 ] && [ $(($(date +%s) - T_START)) -gt $BUDGET_DELAY_S ]; then
+		say "time budget used: stopping after $drounds_done rounds at a distance"
+		break
+	fi
+	at_distance 1
+	run_round $((r - 1)) d$r
+	drounds_done=$r
+	r=$((r + 1))
+done
+echo "delay_rounds_done=$drounds_done" >>"$R/meta"
+at_distance 0
+
+
 # ---------------------------------------------------------------- herd
 # HERD waiters queue on one lock; then the holder releases and each waiter
 # releases as soon as it holds.  The ensemble counts the watches set
 # (wchs) and the watches fired (mntr zk_sum_node_*_watch_count).
-zkstat() { $PY "$B/zkstat.py" "$HOSTS" 2>/dev/null || echo "watches=-1 notifications=-1"; }
+# Retried: right after the herd, 500 sessions closing can keep a server from
+# answering a four-letter word within zkstat.py's 3 s.
+zkstat() {
+	for _try in 1 2 3 4 5; do
+		$PY "$B/zkstat.py" "$HOSTS" 2>/dev/null && return
+		sleep 1
+	done
+	echo "watches=-1 notifications=-1"
+}
 
 run_herd() {
 	who=$1 out=$R/herd.$1
@@ -317,7 +421,7 @@ run_herd() {
 	zklock) set -- "$W/bin/pg_client" herd "$CI_ZK" "$HERD" "$out" ;;
 	curator)
 		[ $CURATOR_OK = 1 ] || { echo "CuratorBench.java did not compile" >"$out.fail"; return; }
-		set -- java -Xmx1g -Xss512k -cp "$CP" CuratorBench herd "$HOSTS" "$HERD" "$out" ;;
+		set -- java -Xmx1g -Xss512k -cp "$CP_J" CuratorBench herd "$HOSTS" "$HERD" "$out" ;;
 	kazoo)
 		[ $KAZOO_OK = 1 ] || { echo "kazoo not importable" >"$out.fail"; return; }
 		set -- $PY "$B/kazoo_bench.py" herd "$HOSTS" "$HERD" "$out" ;;

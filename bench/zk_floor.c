@@ -16,6 +16,12 @@
  *                                            all on one lock
  *   zk_floor distinct HOSTS CLIENTS SECS OUT create + delete under one parent
  *                                            per thread, one session each
+ *   zk_floor latency  HOSTS WARM N OUT       the hand-off floor: one session
+ *                                            deletes a node that another
+ *                                            watches; from the delete sent to
+ *                                            the watch event
+ *   zk_floor session  HOSTS WARM N OUT       a cron job's floor: a new
+ *                                            session, create + delete, close
  *
  * Writes OUT.lat (one latency in microseconds per line: the cycle, or for
  * handoff the acquire) and OUT.sum (key=value lines).  Every wait for a
@@ -548,13 +554,152 @@ run_single(int mode, int warm, int n, const char *out)
 	return 0;
 }
 
+/* the watcher of the latency mode: stamps the event */
+static double g_fired_at;
+
+static void
+stamp_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	Client	   *c = ctx;
+
+	(void) zh;
+	(void) state;
+	(void) path;
+	if (type != ZOO_DELETED_EVENT)
+		return;
+	pthread_mutex_lock(&c->mu);
+	g_fired_at = now_s();
+	c->watch_fired = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void
+sync_done(int rc, const char *value, const void *data)
+{
+	Client	   *c = (Client *) data;
+
+	(void) value;
+	pthread_mutex_lock(&c->mu);
+	c->get_rc = rc;
+	done(c);
+}
+
+static void
+exists_done(int rc, const struct Stat *stat, const void *data)
+{
+	Client	   *c = (Client *) data;
+
+	(void) stat;
+	pthread_mutex_lock(&c->mu);
+	c->get_rc = rc;
+	done(c);
+}
+
+/*
+ * Hand-off floor: holder h creates a node, waiter w watches it (the watch
+ * set and answered), then h sends the delete; the sample runs from the
+ * send to w's watch event.
+ */
+static int
+run_latency(int warm, int n, const char *out)
+{
+	Client		h = {0},
+				w = {0};
+	double		t_all = 0;
+	char		path[sizeof(h.created)];
+
+	h.idx = 0;
+	w.idx = 1;
+	client_connect(&h);
+	client_connect(&w);
+	ensure_node(h.zh, ROOT);
+	ensure_node(h.zh, ROOT "/l");
+	for (int i = 0; i < warm + n; i++)
+	{
+		double		t0;
+
+		if (i == warm)
+			t_all = now_s();
+		expect(&h, 1);
+		if (zoo_acreate(h.zh, ROOT "/l/lock-", "", 0, &ZOO_OPEN_ACL_UNSAFE,
+						ZOO_EPHEMERAL_SEQUENTIAL, create_done, &h) != ZOK ||
+			!await_replies(&h) || h.create_rc != ZOK)
+			die("create failed");
+		snprintf(path, sizeof(path), "%s", h.created);
+		/* w's server may not have the create yet: catch up first */
+		expect(&w, 1);
+		if (zoo_async(w.zh, path, sync_done, &w) != ZOK || !await_replies(&w))
+			die("sync failed");
+		w.watch_fired = 0;
+		expect(&w, 1);
+		if (zoo_awexists(w.zh, path, stamp_watcher, &w, exists_done, &w) != ZOK ||
+			!await_replies(&w) || w.get_rc != ZOK)
+			die("exists failed");
+		expect(&h, 1);
+		t0 = now_s();
+		if (zoo_adelete(h.zh, path, -1, delete_done, &h) != ZOK)
+			die("delete failed");
+		if (!wait_until(&w, &w.watch_fired, 0) || !await_replies(&h) ||
+			h.del_rc != ZOK)
+			die("no deletion event");
+		if (i >= warm)
+		{
+			pthread_mutex_lock(&w.mu);
+			add_sample(&h.lat, g_fired_at - t0);
+			pthread_mutex_unlock(&w.mu);
+			h.cycles++;
+		}
+	}
+	write_results(out, &h, 1, now_s() - t_all, NULL);
+	zookeeper_close(h.zh);
+	zookeeper_close(w.zh);
+	return 0;
+}
+
+/* A cron job's floor: connect, create + delete, close, each sample whole. */
+static int
+run_session(int warm, int n, const char *out)
+{
+	Client		setup = {0},
+				acc = {0};
+	double		t_all = 0;
+
+	client_connect(&setup);
+	ensure_node(setup.zh, ROOT);
+	ensure_node(setup.zh, ROOT "/s");
+	zookeeper_close(setup.zh);
+	for (int i = 0; i < warm + n; i++)
+	{
+		Client		c = {0};
+		double		t0;
+
+		if (i == warm)
+			t_all = now_s();
+		t0 = now_s();
+		client_connect(&c);
+		if (create_delete(&c, ROOT "/s/lock-") != 0)
+			die("create/delete failed");
+		zookeeper_close(c.zh);
+		if (i >= warm)
+		{
+			add_sample(&acc.lat, now_s() - t0);
+			acc.cycles++;
+		}
+		pthread_mutex_destroy(&c.mu);
+		pthread_cond_destroy(&c.cv);
+	}
+	write_results(out, &acc, 1, now_s() - t_all, NULL);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	if (argc != 6)
 	{
 		fprintf(stderr,
-				"usage: zk_floor cycle|async|read HOSTS WARM N OUT\n"
+				"usage: zk_floor cycle|async|read|latency|session HOSTS WARM N OUT\n"
 				"       zk_floor handoff|distinct HOSTS CLIENTS SECONDS OUT\n");
 		return 2;
 	}
@@ -568,6 +713,10 @@ main(int argc, char **argv)
 	if (strcmp(argv[1], "handoff") == 0 || strcmp(argv[1], "distinct") == 0)
 		return run_multi(atoi(argv[3]), atof(argv[4]), argv[5],
 						 strcmp(argv[1], "handoff") == 0);
+	if (strcmp(argv[1], "latency") == 0)
+		return run_latency(atoi(argv[3]), atoi(argv[4]), argv[5]);
+	if (strcmp(argv[1], "session") == 0)
+		return run_session(atoi(argv[3]), atoi(argv[4]), argv[5]);
 	fprintf(stderr, "zk_floor: unknown mode %s\n", argv[1]);
 	return 2;
 }

@@ -265,7 +265,10 @@ zkl_names_blocker(const ZklChild *sorted, int n, int self)
  * earlier node blocks too (a predecessor that was not the head, a shared
  * waiter behind several exclusive nodes), equal sequence numbers (the
  * saturated counter hands them out again), or an earlier node whose name
- * no known lock recipe makes (a client that may not use the sequence).
+ * no known lock recipe makes: a directory where an unknown client writes
+ * is not trusted to follow the counter.  (This sees only the nodes of the
+ * listing: a client that later creates a low-numbered name by hand, in a
+ * directory that looked clean, defeats it, as it defeats every listing.)
  */
 bool
 zkl_names_handoff(const ZklChild *sorted, int n, int self, int blocker)

@@ -343,13 +343,11 @@ recipe_watch(ZklRecipe *r)
 		rc != ZKL_RC_CONNECTION_LOST)
 		zkl_session_raise(r->watch, "watch", r->watched);
 	recipe_drop(&r->watch);
-	if (rc == ZKL_RC_NO_NODE && r->handoff)
-	{
-		/* Gone already: handed over as if its deletion was notified. */
-		pfree(r->watched);
-		r->watched = NULL;
-		return RS_HELD;
-	}
+
+	/*
+	 * Gone already: list again, also when the hand-off rule would grant.
+	 * This race is rare, and the listing also proves our own node is there.
+	 */
 	if (rc == ZKL_RC_NO_NODE)
 		return RS_LIST;
 	if (rc == ZKL_RC_CONNECTION_LOST)
@@ -504,7 +502,9 @@ recipe_wait(ZklRecipe *r)
 		 * that blocked us, the notice of its deletion is the grant, with no
 		 * listing on the way (recipe_confirm still checks the lease).  Any
 		 * other wake (a change, a session event, another node's deletion)
-		 * lists again.
+		 * lists again.  Without the listing, a deletion of our own node by
+		 * someone else is not seen here but by the next lease proof, which
+		 * marks the lock lost (as for any held lock).
 		 */
 		if (r->handoff && zkl_session_deleted_since(&r->mark, r->watched))
 		{

@@ -65,6 +65,8 @@ typedef struct DlWaiter
 	char	   *cluster;
 	int			pid;
 	char	   *blocked_by;		/* on a cycle: the node in its way */
+	bool		pos_known;		/* pos is its node's place in the listing */
+	int			pos;
 } DlWaiter;
 
 /* One directory listing, read, parsed and ordered once per search. */
@@ -156,51 +158,122 @@ dl_listing(DlSearch *s, const char *dir)
 }
 
 /*
+ * Where a child sits in a listing's queue order, -1 if it is not there.
+ * The listing is sorted by sequence number, so a binary search finds it
+ * (equal numbers sit together); a long queue is searched once per member
+ * visited, so a scan here made every search quadratic.
+ */
+static int
+dl_position(const DlListing *l, const char *name)
+{
+	ZklChild	c;
+	int			lo = 0;
+	int			hi = l->nkids - 1;
+
+	if (!zkl_names_parse_child(name, NULL, &c))
+		return -1;
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			cmp = zkl_names_seq_cmp(l->kids[mid].seq, c.seq);
+
+		if (cmp < 0)
+			lo = mid + 1;
+		else if (cmp > 0)
+			hi = mid - 1;
+		else
+		{
+			while (mid > 0 && l->kids[mid - 1].seq == c.seq)
+				mid--;
+			for (; mid < l->nkids && l->kids[mid].seq == c.seq; mid++)
+				if (strcmp(l->kids[mid].name, name) == 0)
+					return mid;
+			break;
+		}
+	}
+	/* Not where the order says (a queue across the counter's wrap): scan. */
+	for (int i = 0; i < l->nkids; i++)
+		if (strcmp(l->kids[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* The name prefix of w's session's nodes; its length. */
+static size_t
+dl_prefix(const DlWaiter *w, char *buf, size_t size)
+{
+	return snprintf(buf, size, "%s%s", ZKL_PROTECT_PREFIX, w->session);
+}
+
+/* Whether kids[i] blocks kids[self]: ahead, not the waiter's session's,
+ * and exclusive on one side. */
+static inline bool
+dl_blocks(const DlListing *l, int self, int i, const char *prefix, size_t plen)
+{
+	return i < self && strncmp(l->kids[i].name, prefix, plen) != 0 &&
+		(!l->kids[self].shared || !l->kids[i].shared);
+}
+
+/* w's place in its directory's listing (-1: gone, or no listing). */
+static int
+dl_self(DlSearch *s, DlWaiter *w, DlListing **lp)
+{
+	DlListing  *l = dl_listing(s, w->dir);
+
+	*lp = l;
+	if (l == NULL || l->nkids == 0)
+		return -1;
+	if (!w->pos_known)
+	{
+		w->pos = dl_position(l, w->node);
+		w->pos_known = true;
+	}
+	return w->pos;
+}
+
+/*
  * The nodes that block w's node, as child names (NIL when w's node is gone
  * or holds: then w does not wait there).
  */
 static List *
-dl_blockers(DlSearch *s, const DlWaiter *w)
+dl_blockers(DlSearch *s, DlWaiter *w)
 {
-	DlListing  *l = dl_listing(s, w->dir);
+	DlListing  *l;
+	int			self = dl_self(s, w, &l);
 	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
-	size_t		plen;
-	ZklChild   *kids;
-	int			self = -1;
+	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
 	List	   *out = NIL;
 
-	if (l == NULL || l->nkids == 0)
-		return NIL;
-	plen = snprintf(prefix, sizeof(prefix), "%s%s", ZKL_PROTECT_PREFIX,
-					w->session);
-	kids = l->kids;
-	for (int i = 0; i < l->nkids && self < 0; i++)
-		if (strcmp(kids[i].name, w->node) == 0)
-			self = i;
-	/* Ahead of it, not its session's, and exclusive on one side. */
 	for (int i = 0; i < self; i++)
-		if (strncmp(kids[i].name, prefix, plen) != 0 &&
-			(!kids[self].shared || !kids[i].shared))
-			out = lappend(out, unconstify(char *, kids[i].name));
+		if (dl_blocks(l, self, i, prefix, plen))
+			out = lappend(out, unconstify(char *, l->kids[i].name));
 	return out;
 }
 
 /*
  * A waiter for node b of dir, when b is blocked there (its owner's one
  * wait is then in dir, so no entry needs reading); NULL when b holds.
+ * Most blocked nodes are blocked by the head: the scan stops at the first.
  */
 static DlWaiter *
 dl_waiter_in_dir(DlSearch *s, const char *dir, const char *b,
 				 const char *session)
 {
 	DlWaiter   *w = palloc0(sizeof(DlWaiter));
+	DlListing  *l;
+	int			self;
+	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
+	size_t		plen;
 
 	strlcpy(w->session, session, sizeof(w->session));
 	w->dir = pstrdup(dir);
 	w->node = pstrdup(b);
-	if (dl_blockers(s, w) == NIL)
-		return NULL;
-	return w;
+	self = dl_self(s, w, &l);
+	plen = dl_prefix(w, prefix, sizeof(prefix));
+	for (int i = 0; i < self; i++)
+		if (dl_blocks(l, self, i, prefix, plen))
+			return w;
+	return NULL;
 }
 
 /* Who owns a member found through its node: the node's owner record. */
@@ -288,16 +361,22 @@ dl_visited(DlSearch *s, const char *session)
 static bool
 dl_visit(DlSearch *s, DlWaiter *w)
 {
-	ListCell   *lc;
+	DlListing  *l;
+	int			self = dl_self(s, w, &l);
+	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
+	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
 
 	s->path[s->depth++] = w;
-	foreach(lc, dl_blockers(s, w))
+	for (int i = 0; i < self; i++)
 	{
-		char	   *b = lfirst(lc);
+		char	   *b;
 		char		session[ZKL_UUID_SESSION_LEN + 1];
 		ListCell   *ec;
 		DlWaiter   *next;
 
+		if (!dl_blocks(l, self, i, prefix, plen))
+			continue;
+		b = unconstify(char *, l->kids[i].name);
 		if (!zkl_names_session_of(b, session))
 			continue;
 		w->blocked_by = b;

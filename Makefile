@@ -69,10 +69,10 @@ unit: test/unit/test_names test/unit/test_owner
 	@./test/unit/test_names
 	@./test/unit/test_owner
 
-test/unit/test_names: test/unit/test_names.c src/names.c src/names.h
+test/unit/test_names: test/unit/test_names.c test/unit/tap.h src/names.c src/names.h
 	$(CC) -Wall -Wextra -Werror -O1 -I src -o $@ test/unit/test_names.c src/names.c
 
-test/unit/test_owner: test/unit/test_owner.c src/owner.c src/owner.h
+test/unit/test_owner: test/unit/test_owner.c test/unit/tap.h src/owner.c src/owner.h
 	$(CC) -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -I src -o $@ test/unit/test_owner.c src/owner.c
 

@@ -15,7 +15,7 @@
  *
  * The search (after deadlock_timeout of a wait, then at growing intervals)
  * follows edges waiter -> node ahead of it that blocks it
- * (zkl_names_blocks) -> the session that owns that node (the session part
+ * (dl_blocks) -> the session that owns that node (the session part
  * of its uuid) -> where that session waits: in the same directory when
  * its node there is blocked itself (a backend waits for one lock at a
  * time), else as its wait entries say, each checked to name a node that
@@ -98,9 +98,9 @@ dl_waits_dir(void)
 	return psprintf("%s/%s", zkl_root, ZKL_WAITS_DIR);
 }
 
-/* Send nothing more once the budget is spent; else keep the op to free. */
-static ZklRc
-dl_answer(DlSearch *s, ZklOp *op)
+/* Keep a request sent, so that every way out frees it. */
+static ZklOp *
+dl_keep(DlSearch *s, ZklOp *op)
 {
 	if (s->nops == s->maxops)
 	{
@@ -109,7 +109,14 @@ dl_answer(DlSearch *s, ZklOp *op)
 			: palloc(sizeof(ZklOp *) * s->maxops);
 	}
 	s->ops[s->nops++] = op;
-	return zkl_session_answer(op);
+	return op;
+}
+
+/* Keep a request and wait for its answer. */
+static ZklRc
+dl_answer(DlSearch *s, ZklOp *op)
+{
+	return zkl_session_answer(dl_keep(s, op));
 }
 
 static void
@@ -229,25 +236,6 @@ dl_self(DlSearch *s, DlWaiter *w, DlListing **lp)
 		w->pos_known = true;
 	}
 	return w->pos;
-}
-
-/*
- * The nodes that block w's node, as child names (NIL when w's node is gone
- * or holds: then w does not wait there).
- */
-static List *
-dl_blockers(DlSearch *s, DlWaiter *w)
-{
-	DlListing  *l;
-	int			self = dl_self(s, w, &l);
-	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
-	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
-	List	   *out = NIL;
-
-	for (int i = 0; i < self; i++)
-		if (dl_blocks(l, self, i, prefix, plen))
-			out = lappend(out, unconstify(char *, l->kids[i].name));
-	return out;
 }
 
 /*
@@ -569,36 +557,45 @@ zkl_deadlock_check(const char *dir, const char *node)
 				 errhint("Take ZooKeeper locks in one order everywhere, or give the waits a timeout.")));
 }
 
-/* One row per node in the way of one published wait. */
+/*
+ * One row per node in the way of one published wait; the blockers' data
+ * in one pipeline (every get sent, then the answers read).
+ */
 static List *
 dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
 {
 	DlListing  *l;
-	ListCell   *lc;
+	int			self = dl_self(s, w, &l);
+	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
+	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
+	int			first = list_length(rows);
+	ZklOp	  **gets = palloc(sizeof(ZklOp *) * Max(self, 1));
+	int			n = 0;
 
-	foreach(lc, dl_blockers(s, w))
+	for (int i = 0; i < self; i++)
 	{
-		char	   *b = lfirst(lc);
-		ZklWaitRow *row = palloc0(sizeof(ZklWaitRow));
-		ZklOp	   *get = zkl_session_get(psprintf("%s/%s", w->dir, b));
+		ZklWaitRow *row;
 
+		if (!dl_blocks(l, self, i, prefix, plen))
+			continue;
+		row = palloc0(sizeof(ZklWaitRow));
 		row->waiter_cluster = w->cluster;
 		row->waiter_pid = w->pid;
 		row->dir = w->dir;
 		row->waiter_node = psprintf("%s/%s", w->dir, w->node);
-		row->blocker_node = psprintf("%s/%s", w->dir, b);
-		if (dl_answer(s, get) == ZKL_RC_OK)
-		{
-			int64		czxid;
-
-			row->blocker_data = pstrdup(zkl_session_op_data(get, &czxid));
-		}
+		row->blocker_node = psprintf("%s/%s", w->dir, l->kids[i].name);
 		/* Whether the blocker holds, by the recipe's rule seen from outside. */
-		l = dl_listing(s, w->dir);
-		for (int k = 0; k < l->nkids; k++)
-			if (strcmp(l->kids[k].name, b) == 0)
-				row->blocker_holds = zkl_names_blocker(l->kids, l->nkids, k) < 0;
+		row->blocker_holds = zkl_names_blocker(l->kids, l->nkids, i) < 0;
+		gets[n++] = dl_keep(s, zkl_session_get(row->blocker_node));
 		rows = lappend(rows, row);
+	}
+	for (int k = 0; k < n; k++)
+	{
+		ZklWaitRow *row = list_nth(rows, first + k);
+		int64		czxid;
+
+		if (zkl_session_answer(gets[k]) == ZKL_RC_OK)
+			row->blocker_data = pstrdup(zkl_session_op_data(gets[k], &czxid));
 	}
 	return rows;
 }

@@ -313,6 +313,20 @@ owner_literal(OwnerParser *ps, const char *word)
 	return true;
 }
 
+/* An object member's key and the ':' after it, with the space around. */
+static bool
+owner_key(OwnerParser *ps, const char **key)
+{
+	if (!owner_string(ps, key))
+		return false;
+	owner_skip_ws(ps);
+	if (ps->p >= ps->end || *ps->p != ':')
+		return false;
+	ps->p++;
+	owner_skip_ws(ps);
+	return true;
+}
+
 /* An object or array whose contents are not wanted: checked, then dropped. */
 static bool
 owner_container(OwnerParser *ps, int depth)
@@ -337,16 +351,8 @@ owner_container(OwnerParser *ps, int depth)
 			owner_skip_ws(ps);
 		}
 		first = false;
-		if (close == '}')
-		{
-			if (!owner_string(ps, &key))
-				return false;
-			owner_skip_ws(ps);
-			if (ps->p >= ps->end || *ps->p != ':')
-				return false;
-			ps->p++;
-			owner_skip_ws(ps);
-		}
+		if (close == '}' && !owner_key(ps, &key))
+			return false;
 		if (!owner_value(ps, depth + 1))
 			return false;
 		owner_skip_ws(ps);
@@ -420,14 +426,7 @@ owner_member(OwnerParser *ps, ZklOwner *out)
 	const char **field;
 	char	   *mark = ps->out;
 
-	if (!owner_string(ps, &key))
-		return false;
-	owner_skip_ws(ps);
-	if (ps->p >= ps->end || *ps->p != ':')
-		return false;
-	ps->p++;
-	owner_skip_ws(ps);
-	if (ps->p >= ps->end)
+	if (!owner_key(ps, &key) || ps->p >= ps->end)
 		return false;
 	field = owner_string_field(out, key);
 	if (field != NULL)

@@ -6,18 +6,7 @@
 #include <string.h>
 
 #include "names.h"
-
-static int	ntests = 0;
-static int	nfailed = 0;
-
-static void
-check(int cond, const char *what)
-{
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", ntests, what);
-}
+#include "tap.h"
 
 /*
  * Decode an escaped name: -1 unless it is exactly what zkl_names_escape
@@ -287,6 +276,5 @@ main(void)
 	test_handoff();
 	test_uuid();
 	test_session_of();
-	printf("1..%d\n", ntests);
-	return nfailed > 0;
+	return tap_done();
 }

@@ -11,18 +11,7 @@
 #include <string.h>
 
 #include "owner.h"
-
-static int	ntests = 0;
-static int	nfailed = 0;
-
-static void
-check(int cond, const char *what)
-{
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", ntests, what);
-}
+#include "tap.h"
 
 static const char *const zklock_record =
 "{\"host\":\"db1\",\"port\":5432,\"cluster_name\":\"west\",\"pid\":4242,"
@@ -205,6 +194,5 @@ main(void)
 	test_known();
 	test_fuzz();
 	free(parse_buf);
-	printf("1..%d\n", ntests);
-	return nfailed == 0 ? 0 : 1;
+	return tap_done();
 }

@@ -18,7 +18,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(zk_cluster zk_children zk_count zk_data poll_until waiter
-  start_wait finish_wait backend_pid is_waiting count_waiting finish
+  start_wait finish_wait backend_pid is_waiting in_call count_waiting finish
   zk_servers_of lock_state);
 
 my $zkq = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
@@ -119,6 +119,17 @@ sub is_waiting
 	my ($node, $pid) = @_;
 	return $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE pid = $pid AND wait_event_type = 'Extension'"
+	) eq '1';
+}
+
+# The backend's statement has not returned yet.  "Still waits" checks use
+# this, not is_waiting: a waiter past deadlock_timeout runs its search on
+# the CPU now and then, outside its wait event.
+sub in_call
+{
+	my ($node, $pid) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE pid = $pid AND state = 'active'"
 	) eq '1';
 }
 

@@ -37,7 +37,7 @@ for my $i (1 .. $WAITERS)
 	push @w, $s;
 	push @pid, $pid;
 }
-is(count_waiting($node), $WAITERS, "$WAITERS backends wait");
+ok(poll_until(sub { count_waiting($node) == $WAITERS }, 30), "$WAITERS backends wait");
 
 my $by_path = $zk->watches_by_path;
 my @lock_paths = grep { m{^/zklock/herd/} } keys %$by_path;

@@ -96,7 +96,7 @@ $h->query_safe("SELECT zk_unlock('third')");
 ok(poll_until(sub { !is_waiting($node, $bpid) }, 30), 'third in line: the second gets the lock first');
 my ($out, $err) = finish_wait($b);
 is($err, '', 'third in line: the second holds');
-ok(is_waiting($node, $apid), 'third in line: the third still waits');
+ok(in_call($node, $apid), 'third in line: the third still waits');
 is(listings() - $before, 0, 'third in line: the first release did not wake the third');
 $b->query_safe("SELECT zk_unlock('third')");
 finish_a('third');
@@ -163,7 +163,7 @@ zk = KazooClient(hosts=sys.argv[1]); zk.start(timeout=15)
 zk.set(sys.argv[2], b'changed by another client'); zk.stop(); zk.close()
 EOF
 ok(poll_until(sub { listings() - $before >= 1 }, 30), 'a change of the watched node makes the waiter list again');
-ok(is_waiting($node, $apid), 'and it keeps waiting: the holder still holds');
+ok(in_call($node, $apid), 'and it keeps waiting: the holder still holds');
 $h->query_safe("SELECT zk_unlock('changed')");
 finish_a('changed twice');
 $a->query_safe("SELECT zk_unlock('changed')");

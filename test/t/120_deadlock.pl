@@ -182,7 +182,7 @@ sub settled
 		  FROM zk_lock_waits() WHERE waiter_pid = $wpid}),
 		'west|/zklock/busy|t|east|t', 'with the lock, and the holder that blocks it');
 	sleep 2;    # ten deadlock_timeouts of searching
-	ok(is_waiting($west, $wpid), 'still waiting: no false deadlock');
+	ok(in_call($west, $wpid), 'still waiting: no false deadlock');
 	$h->query_safe("SELECT zk_unlock('busy')");
 	my ($out, $err) = finish_wait($w);
 	ok($out > 0 && $err eq '', 'it gets the lock when the holder releases');

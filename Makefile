@@ -11,7 +11,7 @@ EXTENSION = zklock
 EXTVERSION = 1.1
 
 MODULE_big = zklock
-OBJS = src/deadlock.o src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/session.o \
+OBJS = src/deadlock.o src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o \
 	src/session_cleanup.o src/session_lease.o src/session_log.o \
 	src/session_request.o src/session_wait.o src/sql_api.o src/zklock.o
 

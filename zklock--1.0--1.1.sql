@@ -185,3 +185,51 @@ REVOKE EXECUTE ON FUNCTION
     zk_try_xact_lock(text, text), zk_try_xact_lock(bigint, interval), zk_try_xact_lock(integer, integer, interval),
     zk_try_xact_lock_shared(text, text), zk_try_xact_lock_shared(bigint, interval), zk_try_xact_lock_shared(integer, integer, interval)
 FROM PUBLIC;
+
+-- Semaphores: at most max_leases holders of one name across the fleet, on
+-- the nodes of Curator's InterProcessSemaphoreV2 under zk_lock_path(name)
+-- (its "locks" and "leases" children), so Curator clients share the limit.
+-- Every call takes a new lease with its own node and token; session leases
+-- last until released (or zk_unlock_all, DISCARD ALL, exit), transaction
+-- leases until commit or abort.
+CREATE FUNCTION zk_semaphore(name text, max_leases integer, timeout interval DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zk_semaphore' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_semaphore(name text, max_leases integer, timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_semaphore' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_xact_semaphore(name text, max_leases integer, timeout interval DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'zk_xact_semaphore' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_xact_semaphore(name text, max_leases integer, timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_xact_semaphore' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+-- One session lease: the one with this token, else the newest.
+CREATE FUNCTION zk_semaphore_release(name text, token bigint DEFAULT NULL)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_semaphore_release' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+-- Every session lease of this backend (zk_unlock_all releases them too).
+CREATE FUNCTION zk_semaphore_release_all()
+RETURNS integer
+AS 'MODULE_PATHNAME', 'zk_semaphore_release_all' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+-- Fleet view: the leases (mode 'lease') in creation order, then the
+-- acquirer that holds the semaphore's mutex (mode 'mutex': it is letting
+-- itself in, its lease the last one) and those queued behind it ('queued').
+CREATE FUNCTION zk_semaphore_queue(
+    name text, OUT "position" integer, OUT mode text, OUT holds boolean,
+    OUT node text, OUT token bigint, OUT cluster_name text, OUT host text,
+    OUT port integer, OUT pid integer, OUT database text, OUT "user" text,
+    OUT application_name text, OUT acquired_at timestamptz, OUT data text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_semaphore_queue' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+REVOKE EXECUTE ON FUNCTION
+    zk_semaphore(text, integer, interval), zk_try_semaphore(text, integer, interval),
+    zk_xact_semaphore(text, integer, interval), zk_try_xact_semaphore(text, integer, interval)
+FROM PUBLIC;

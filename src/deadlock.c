@@ -26,6 +26,12 @@
  * clients own no entry: they count as not waiting.  A path back to a node
  * of this backend's session is a cycle.
  *
+ * A semaphore's acquirer waits first in the queue of the semaphore's mutex
+ * (a lock directory like any other), then, holding the mutex, for a lease:
+ * its entry then names the leases directory and its max_leases, and while
+ * the directory has more children than that, every other lease (of
+ * another session) is in its way.
+ *
  * Exactly one member of a cycle ends its wait: the first that finds the
  * cycle and creates the ephemeral claim <root>/.zklock-deadlocks/<hash of
  * the members' waiting nodes>; a member that finds the claim taken goes on
@@ -62,6 +68,7 @@ typedef struct DlWaiter
 	char		session[ZKL_UUID_SESSION_LEN + 1];
 	char	   *dir;
 	char	   *node;			/* child name of its waiting node */
+	int			max_leases;		/* > 0: waits for a lease of a semaphore */
 	char	   *cluster;
 	int			pid;
 	char	   *blocked_by;		/* on a cycle: the node in its way */
@@ -221,6 +228,30 @@ dl_blocks(const DlListing *l, int self, int i, const char *prefix, size_t plen)
 		(!l->kids[self].shared || !l->kids[i].shared);
 }
 
+/*
+ * Whether kids[i] is in w's way: for a lock, dl_blocks; for a lease, any
+ * other session's lease while the semaphore is full (all children count,
+ * as in Curator).  i runs below dl_span.
+ */
+static inline bool
+dl_in_way(const DlListing *l, const DlWaiter *w, int self, int i,
+		  const char *prefix, size_t plen)
+{
+	if (w->max_leases > 0)
+		return i != self && l->n > w->max_leases &&
+			strncmp(l->kids[i].name, prefix, plen) != 0;
+	return dl_blocks(l, self, i, prefix, plen);
+}
+
+/* How far down the listing to look for nodes in w's way. */
+static inline int
+dl_span(const DlListing *l, const DlWaiter *w, int self)
+{
+	if (self < 0)
+		return 0;
+	return w->max_leases > 0 ? l->nkids : self;
+}
+
 /* w's place in its directory's listing (-1: gone, or no listing). */
 static int
 dl_self(DlSearch *s, DlWaiter *w, DlListing **lp)
@@ -258,8 +289,8 @@ dl_waiter_in_dir(DlSearch *s, const char *dir, const char *b,
 	w->node = pstrdup(b);
 	self = dl_self(s, w, &l);
 	plen = dl_prefix(w, prefix, sizeof(prefix));
-	for (int i = 0; i < self; i++)
-		if (dl_blocks(l, self, i, prefix, plen))
+	for (int i = 0; i < dl_span(l, w, self); i++)
+		if (dl_in_way(l, w, self, i, prefix, plen))
 			return w;
 	return NULL;
 }
@@ -313,6 +344,7 @@ dl_read_entry(DlSearch *s, const char *entry)
 	strlcpy(w->session, entry, sizeof(w->session));
 	w->dir = pstrdup(o.waits_dir);
 	w->node = pstrdup(o.waits_node);
+	w->max_leases = o.has_waits_max_leases ? Max(o.waits_max_leases, 0) : 0;
 	w->cluster = pstrdup(o.cluster_name ? o.cluster_name : "");
 	w->pid = o.has_pid ? o.pid : 0;
 	return w;
@@ -355,14 +387,14 @@ dl_visit(DlSearch *s, DlWaiter *w)
 	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
 
 	s->path[s->depth++] = w;
-	for (int i = 0; i < self; i++)
+	for (int i = 0; i < dl_span(l, w, self); i++)
 	{
 		char	   *b;
 		char		session[ZKL_UUID_SESSION_LEN + 1];
 		ListCell   *ec;
 		DlWaiter   *next;
 
-		if (!dl_blocks(l, self, i, prefix, plen))
+		if (!dl_in_way(l, w, self, i, prefix, plen))
 			continue;
 		b = unconstify(char *, l->kids[i].name);
 		if (!zkl_names_session_of(b, session))
@@ -373,7 +405,8 @@ dl_visit(DlSearch *s, DlWaiter *w)
 		if (s->depth >= DL_MAX_DEPTH || dl_visited(s, session))
 			continue;
 		/* Queued ahead of w in the same directory: that is its wait. */
-		next = dl_waiter_in_dir(s, w->dir, b, session);
+		next = w->max_leases > 0 ? NULL :
+			dl_waiter_in_dir(s, w->dir, b, session);
 		if (next != NULL)
 		{
 			if (dl_visit(s, next))
@@ -488,7 +521,7 @@ dl_search(DlSearch *s, DlWaiter *me)
  */
 char *
 zkl_deadlock_publish(const char *dir, const char *node, const char *owner,
-					 ZklOp **mkdir, ZklOp **op)
+					 int max_leases, ZklOp **mkdir, ZklOp **op)
 {
 	const char *child = strrchr(node, '/') + 1;
 	char	   *entry;
@@ -499,6 +532,8 @@ zkl_deadlock_publish(const char *dir, const char *node, const char *owner,
 	escape_json(&data, dir);
 	appendStringInfoString(&data, ",\"waits_node\":");
 	escape_json(&data, child);
+	if (max_leases > 0)
+		appendStringInfo(&data, ",\"waits_max_leases\":%d", max_leases);
 	appendStringInfo(&data, ",%s", owner + 1);
 	entry = psprintf("%s/%.*s", dl_waits_dir(), ZKL_UUID_LEN,
 					 child + strlen(ZKL_PROTECT_PREFIX));
@@ -514,7 +549,7 @@ zkl_deadlock_publish(const char *dir, const char *node, const char *owner,
  * deals with them.
  */
 void
-zkl_deadlock_check(const char *dir, const char *node)
+zkl_deadlock_check(const char *dir, const char *node, int max_leases)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext cxt = AllocSetContextCreate(outer, "zklock deadlock search",
@@ -532,6 +567,7 @@ zkl_deadlock_check(const char *dir, const char *node)
 	strlcpy(me->session, s.own, sizeof(me->session));
 	me->dir = pstrdup(dir);
 	me->node = pstrdup(strrchr(node, '/') + 1);
+	me->max_leases = max_leases;
 	me->cluster = pstrdup(cluster_name ? cluster_name : "");
 	me->pid = MyProcPid;
 
@@ -569,14 +605,15 @@ dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
 	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
 	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
 	int			first = list_length(rows);
-	ZklOp	  **gets = palloc(sizeof(ZklOp *) * Max(self, 1));
+	int			span = dl_span(l, w, self);
+	ZklOp	  **gets = palloc(sizeof(ZklOp *) * Max(span, 1));
 	int			n = 0;
 
-	for (int i = 0; i < self; i++)
+	for (int i = 0; i < span; i++)
 	{
 		ZklWaitRow *row;
 
-		if (!dl_blocks(l, self, i, prefix, plen))
+		if (!dl_in_way(l, w, self, i, prefix, plen))
 			continue;
 		row = palloc0(sizeof(ZklWaitRow));
 		row->waiter_cluster = w->cluster;
@@ -585,7 +622,8 @@ dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
 		row->waiter_node = psprintf("%s/%s", w->dir, w->node);
 		row->blocker_node = psprintf("%s/%s", w->dir, l->kids[i].name);
 		/* Whether the blocker holds, by the recipe's rule seen from outside. */
-		row->blocker_holds = zkl_names_blocker(l->kids, l->nkids, i) < 0;
+		row->blocker_holds = w->max_leases > 0 ||
+			zkl_names_blocker(l->kids, l->nkids, i) < 0;
 		gets[n++] = dl_keep(s, zkl_session_get(row->blocker_node));
 		rows = lappend(rows, row);
 	}

@@ -23,6 +23,11 @@
  * nothing durable, so it goes ahead: the views and the release functions
  * keep working while a lock is lost.
  *
+ * A semaphore's lease is an entry of its own (every acquire is a new lease,
+ * with its own node and token, as in Curator), keyed by a number unique
+ * in this backend, with one hold in one scope; everything else (loss,
+ * commit, scopes, views) treats it as a lock.
+ *
  * Nothing is allocated between a successful recipe and recording the
  * lock: an error there would leave a node nobody releases.
  *
@@ -52,6 +57,7 @@
 typedef struct ZklLockKey
 {
 	bool		shared;
+	uint32		lease;			/* a semaphore's lease: its number, else 0 */
 	char		component[ZKL_ESCAPED_MAX];
 } ZklLockKey;
 
@@ -77,9 +83,13 @@ typedef struct ZklLock
 } ZklLock;
 
 static HTAB *zkl_locks = NULL;
+static uint32 zkl_last_lease = 0;
 static MemoryContext zkl_lock_cxt = NULL;
 
 static void lockset_check_losses(bool at_commit);
+static bool lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
+						 int max_leases, bool xact, int64 timeout_ms,
+						 int64 *token);
 static void lockset_xact_callback(XactEvent event, void *arg);
 static void lockset_subxact_callback(SubXactEvent event,
 									 SubTransactionId mySubid,
@@ -125,7 +135,19 @@ lockset_xact_holds(ZklLock *lock)
 static const char *
 lockset_mode(ZklLock *lock)
 {
+	if (lock->key.lease != 0)
+		return "lease";
 	return lock->key.shared ? "shared" : "exclusive";
+}
+
+/* What messages call a lock or lease. */
+static char *
+lockset_what(ZklLock *lock)
+{
+	if (lock->key.lease != 0)
+		return psprintf("lease of ZooKeeper semaphore \"%s\"", lock->name);
+	return psprintf("ZooKeeper lock \"%s\" (%s)", lock->name,
+					lockset_mode(lock));
 }
 
 /* Drop the lock once no hold of either scope is left; never raises. */
@@ -161,9 +183,12 @@ lockset_add_xact_hold(ZklLock *lock)
 	lock->nxact++;
 }
 
-/* The JSON that a lock node carries: who holds or waits, for fleet views. */
+/*
+ * The JSON that a lock node carries: who holds or waits, for fleet views;
+ * a semaphore's nodes add the acquirer's max_leases.
+ */
 static char *
-lockset_owner_json(void)
+lockset_owner_json(int max_leases)
 {
 	StringInfoData buf;
 	char		host[256];
@@ -186,6 +211,8 @@ lockset_owner_json(void)
 	escape_json(&buf, application_name ? application_name : "");
 	appendStringInfoString(&buf, ",\"acquired_at\":");
 	escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
+	if (max_leases > 0)
+		appendStringInfo(&buf, ",\"max_leases\":%d", max_leases);
 	appendStringInfoChar(&buf, '}');
 	return buf.data;
 }
@@ -207,8 +234,7 @@ lockset_raise_lost(ZklLock *lock)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_EXCEPTION),
-			 errmsg("ZooKeeper lock \"%s\" (%s) was lost",
-					lock->name, lockset_mode(lock)),
+			 errmsg("%s was lost", lockset_what(lock)),
 			 lockset_lost_detail(),
 			 errhint("Release it with zk_unlock or zk_unlock_all before taking it again.")));
 }
@@ -218,8 +244,7 @@ lockset_warn_lost(ZklLock *lock)
 {
 	ereport(WARNING,
 			(errcode(ERRCODE_WARNING),
-			 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
-					lock->name, lockset_mode(lock)),
+			 errmsg("%s was lost before it was released", lockset_what(lock)),
 			 lockset_lost_detail()));
 }
 
@@ -242,7 +267,7 @@ lockset_reserve_xact_hold(ZklLock *lock)
  */
 static ZklLock *
 lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
-			  TimestampTz deadline, char **node, int64 *token)
+			  int max_leases, TimestampTz deadline, char **node, int64 *token)
 {
 	ZklLock    *lock = hash_search(zkl_locks, key, HASH_ENTER, NULL);
 	volatile ZklAcquire got = ZKL_TIMED_OUT;
@@ -254,8 +279,13 @@ lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
 		lock->node = MemoryContextAllocZero(zkl_lock_cxt, strlen(dir) + 128);
 		lock->name = MemoryContextStrdup(zkl_lock_cxt, name);
 		lockset_reserve_xact_hold(lock);
-		got = zkl_recipe_acquire(dir, shared, lockset_owner_json(), deadline,
-								 node, token);
+		if (max_leases > 0)
+			got = zkl_recipe_lease(dir, max_leases,
+								   lockset_owner_json(max_leases), deadline,
+								   node, token);
+		else
+			got = zkl_recipe_acquire(dir, shared, lockset_owner_json(0),
+									 deadline, node, token);
 	}
 	PG_FINALLY();
 	{
@@ -286,9 +316,6 @@ zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 {
 	ZklLockKey	key;
 	ZklLock    *lock;
-	char	   *dir;
-	char	   *node = NULL;
-	TimestampTz deadline = 0;
 
 	lockset_init();
 	lockset_check_losses(false);
@@ -308,14 +335,30 @@ zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 		return true;
 	}
 
+	return lockset_take(&key, name, shared, 0, xact, timeout_ms, token);
+}
+
+/*
+ * Run the recipe for a new entry of the lock set and record it with one
+ * hold in the given scope; false when the timeout passed first.
+ */
+static bool
+lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
+			 int max_leases, bool xact, int64 timeout_ms, int64 *token)
+{
+	ZklLock    *lock;
+	char	   *dir;
+	char	   *node = NULL;
+	TimestampTz deadline = 0;
+
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
 	zkl_recipe_connect();
 	dir = zkl_lockset_dir(name);
 
-	lock = lockset_enter(&key, name->display, dir, shared, deadline, &node,
-						 token);
+	lock = lockset_enter(key, name->display, dir, shared, max_leases,
+						 deadline, &node, token);
 	if (lock == NULL)
 		return false;
 	strlcpy(lock->node, node, strlen(dir) + 128);
@@ -327,6 +370,104 @@ zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 	else
 		lock->session_holds = 1;
 	return true;
+}
+
+/*
+ * Take a new lease of the semaphore name, with at most max_leases holders
+ * fleet-wide, in the given scope.  Each call is a lease of its own, with
+ * its own node and token.  timeout_ms < 0 waits for ever; false when the
+ * timeout passed first.
+ */
+bool
+zkl_lockset_lease(const ZklName *name, int max_leases, bool xact,
+				  int64 timeout_ms, int64 *token)
+{
+	ZklLockKey	key;
+
+	lockset_init();
+	lockset_check_losses(false);
+	lockset_key(&key, name, false);
+	key.lease = ++zkl_last_lease;
+	return lockset_take(&key, name, false, max_leases, xact, timeout_ms,
+						token);
+}
+
+/*
+ * Release one session lease of the semaphore name: the one with the given
+ * token, else the newest.  None: false and a WARNING, as for a lock; a
+ * lost lease is dropped with a WARNING.
+ */
+bool
+zkl_lockset_release_lease(const ZklName *name, bool by_token, int64 token)
+{
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+	ZklLock    *pick = NULL;
+
+	if (zkl_locks != NULL)
+	{
+		hash_seq_init(&it, zkl_locks);
+		while ((lock = hash_seq_search(&it)) != NULL)
+			if (lock->key.lease != 0 && lock->session_holds > 0 &&
+				strcmp(lock->key.component, name->component) == 0 &&
+				(!by_token || lock->token == token) &&
+				(pick == NULL || lock->key.lease > pick->key.lease))
+				pick = lock;
+	}
+	if (pick == NULL)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_WARNING),
+				 by_token ?
+				 errmsg("you don't own a session lease of ZooKeeper semaphore \"%s\" with token " INT64_FORMAT,
+						name->display, token) :
+				 errmsg("you don't own a session lease of ZooKeeper semaphore \"%s\"",
+						name->display)));
+		return false;
+	}
+	if (zkl_recipe_health(pick->epoch, pick->node) == ZKL_HEALTH_LOST)
+	{
+		lockset_warn_lost(pick);
+		pick->session_holds = 0;
+		lockset_forget_if_unheld(pick);
+		return false;
+	}
+	pick->session_holds = 0;
+	lockset_forget_if_unheld(pick);
+	return true;
+}
+
+/* Release every session lease of this backend; returns how many. */
+int
+zkl_lockset_release_leases(void)
+{
+	int			n = 0;
+
+	for (;;)
+	{
+		HASH_SEQ_STATUS it;
+		ZklLock    *lock;
+		ZklLock    *pick = NULL;
+
+		if (zkl_locks == NULL)
+			return n;
+		hash_seq_init(&it, zkl_locks);
+		while ((lock = hash_seq_search(&it)) != NULL)
+			if (lock->key.lease != 0 && lock->session_holds > 0)
+			{
+				pick = lock;
+				hash_seq_term(&it);
+				break;
+			}
+		if (pick == NULL)
+			return n;
+		if (zkl_recipe_health(pick->epoch, pick->node) == ZKL_HEALTH_LOST)
+			lockset_warn_lost(pick);
+		else
+			n++;
+		pick->session_holds = 0;
+		lockset_forget_if_unheld(pick);
+	}
 }
 
 /*
@@ -389,6 +530,7 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 	ZklLockRow *row = palloc(sizeof(ZklLockRow));
 
 	row->name = pstrdup(lock->name);
+	row->mode = lockset_mode(lock);
 	row->shared = lock->key.shared;
 	row->xact = xact;
 	row->holds = holds;
@@ -404,6 +546,14 @@ char *
 zkl_lockset_dir(const ZklName *name)
 {
 	return psprintf("%s/%s", zkl_root, name->component);
+}
+
+/* Every lease and queued acquirer of a semaphore, from ZooKeeper. */
+List *
+zkl_lockset_semaphore_queue(const ZklName *name)
+{
+	zkl_recipe_connect();
+	return zkl_recipe_semaphore_queue(zkl_lockset_dir(name));
 }
 
 /* Every contender of a lock, fleet-wide, from ZooKeeper. */
@@ -488,10 +638,9 @@ lockset_check_losses(bool at_commit)
 		ereport(zkl_on_lock_loss == ZKL_LOSS_TERMINATE ? FATAL : ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 zkl_on_lock_loss == ZKL_LOSS_TERMINATE ?
-				 errmsg("terminating connection because ZooKeeper lock \"%s\" (%s) was lost",
-						lock->name, lockset_mode(lock)) :
-				 errmsg("cannot commit while ZooKeeper lock \"%s\" (%s) is lost",
-						lock->name, lockset_mode(lock)),
+				 errmsg("terminating connection because %s was lost",
+						lockset_what(lock)) :
+				 errmsg("cannot commit while %s is lost", lockset_what(lock)),
 				 lockset_lost_detail(),
 				 errhint("Release it with zk_unlock or zk_unlock_all.")));
 	}

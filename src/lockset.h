@@ -29,6 +29,7 @@ typedef struct ZklName
 typedef struct ZklLockRow
 {
 	char	   *name;
+	const char *mode;			/* exclusive, shared or lease */
 	bool		shared;
 	bool		xact;
 	int			holds;
@@ -41,6 +42,12 @@ typedef struct ZklLockRow
 extern bool zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 								int64 timeout_ms, int64 *token);
 extern bool zkl_lockset_release(const ZklName *name, bool shared);
+extern bool zkl_lockset_lease(const ZklName *name, int max_leases, bool xact,
+							  int64 timeout_ms, int64 *token);
+extern bool zkl_lockset_release_lease(const ZklName *name, bool by_token,
+									  int64 token);
+extern int	zkl_lockset_release_leases(void);
+extern List *zkl_lockset_semaphore_queue(const ZklName *name);
 extern void zkl_lockset_release_all(void);
 extern bool zkl_lockset_holds_any(void);
 extern List *zkl_lockset_rows(void);

@@ -3,8 +3,9 @@
  * owner.c
  *	  Read the owner record of a lock node (the JSON object zklock writes:
  *	  host, port, cluster_name, pid, database, user, application_name,
- *	  acquired_at) for the fleet view, and of a wait entry (the same, with
- *	  waits_dir and waits_node) for the deadlock search.
+ *	  acquired_at, and max_leases on a semaphore's nodes) for the fleet
+ *	  view, and of a wait entry (the same, with waits_dir, waits_node and,
+ *	  for a semaphore's lease, waits_max_leases) for the deadlock search.
  *
  * Node data comes from any client, so nothing here trusts it: the parser
  * accepts exactly RFC 8259 JSON (UTF-8, no NUL), bounds its nesting,
@@ -408,6 +409,20 @@ static const struct
 	{"waits_node", offsetof(ZklOwner, waits_node)},
 };
 
+/* The integer fields of a record, by key. */
+static const struct
+{
+	const char *key;
+	size_t		has;
+	size_t		value;
+}			owner_ints[] = {
+	{"port", offsetof(ZklOwner, has_port), offsetof(ZklOwner, port)},
+	{"pid", offsetof(ZklOwner, has_pid), offsetof(ZklOwner, pid)},
+	{"max_leases", offsetof(ZklOwner, has_max_leases), offsetof(ZklOwner, max_leases)},
+	{"waits_max_leases", offsetof(ZklOwner, has_waits_max_leases),
+	offsetof(ZklOwner, waits_max_leases)},
+};
+
 /* Which owner field a key names; NULL for the integer and unknown ones. */
 static const char **
 owner_string_field(ZklOwner *out, const char *key)
@@ -438,16 +453,24 @@ owner_member(OwnerParser *ps, ZklOwner *out)
 			return owner_string(ps, field);
 		}
 	}
-	else if (strcmp(key, "port") == 0 || strcmp(key, "pid") == 0)
+	else
 	{
-		bool	   *has = key[1] == 'o' ? &out->has_port : &out->has_pid;
-		int32_t    *val = key[1] == 'o' ? &out->port : &out->pid;
-
-		*has = false;
-		if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9'))
+		for (size_t i = 0; i < sizeof(owner_ints) / sizeof(owner_ints[0]); i++)
 		{
-			ps->out = mark;
-			return owner_number(ps, has, val);
+			bool	   *has;
+			int32_t    *val;
+
+			if (strcmp(key, owner_ints[i].key) != 0)
+				continue;
+			has = (bool *) ((char *) out + owner_ints[i].has);
+			val = (int32_t *) ((char *) out + owner_ints[i].value);
+			*has = false;
+			if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9'))
+			{
+				ps->out = mark;
+				return owner_number(ps, has, val);
+			}
+			break;
 		}
 	}
 	ps->out = mark;

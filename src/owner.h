@@ -35,6 +35,10 @@ typedef struct ZklOwner
 	int32_t		port;
 	bool		has_pid;
 	int32_t		pid;
+	bool		has_max_leases;	/* a semaphore's node: its acquirer's limit */
+	int32_t		max_leases;
+	bool		has_waits_max_leases;	/* wait entries: a lease's limit */
+	int32_t		waits_max_leases;
 } ZklOwner;
 
 /* Room the caller gives zkl_owner_parse for len bytes of data. */

@@ -40,8 +40,6 @@
 /* Bound on re-creating a lock directory that the server keeps removing. */
 #define ZKL_DIR_ATTEMPTS 5
 
-/* Deepest lock directory the recipe creates parents for. */
-#define ZKL_DIR_MAX_DEPTH 64
 
 typedef enum ZklRecipeState
 {
@@ -61,6 +59,7 @@ typedef struct ZklRecipe
 {
 	const char *dir;
 	bool		shared;
+	const char *infix;			/* an exclusive node's name infix */
 	const char *data;
 	TimestampTz deadline;		/* 0: wait for ever */
 	char	   *node;			/* our node's path, once created */
@@ -140,7 +139,7 @@ recipe_enqueue(ZklRecipe *r)
 	zkl_session_next_uuid(uuid);
 	r->prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
 	path = psprintf("%s/%s%s%s", r->dir, ZKL_PROTECT_PREFIX, uuid,
-					r->shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix());
+					r->shared ? ZKL_SHARED_INFIX : r->infix);
 	r->create = zkl_session_create_node(path, r->data, r->dir, r->prefix);
 	r->list = zkl_session_children(r->dir);
 	r->acl = zkl_session_get_acl(r->dir);
@@ -167,15 +166,45 @@ recipe_enqueue(ZklRecipe *r)
 }
 
 /*
- * Create the lock directory (a container, removed by the server when
- * empty) and the persistent directories above it, all in one pipeline.
- * The requests live in the recipe's stats slots so a cancel lets them go.
+ * Create a lock directory and the directories above it, all in one
+ * pipeline: persistent ones down to zklock.root, containers (removed by
+ * the server once empty) below it.  The requests live in ops (room for
+ * ZKL_DIR_MAX_DEPTH), which the caller lets go on every way out.
  */
+void
+zkl_recipe_create_dirs(const char *dir, ZklOp **ops, int *nops)
+{
+	const char *p = dir;
+	size_t		rootlen = strlen(zkl_root);
+
+	*nops = 0;
+	while ((p = strchr(p + 1, '/')) != NULL && *nops < ZKL_DIR_MAX_DEPTH - 1)
+		ops[(*nops)++] = zkl_session_create_dir(pnstrdup(dir, p - dir),
+												(size_t) (p - dir) > rootlen);
+	ops[(*nops)++] = zkl_session_create_dir(dir, true);
+
+	for (int i = 0; i < *nops; i++)
+	{
+		ZklRc		rc = zkl_session_answer(ops[i]);
+
+		/* A top-level directory has no parent to miss but the chroot. */
+		if (i == 0 && rc == ZKL_RC_NO_NODE && zkl_guc_chroot() != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ZooKeeper chroot \"%s\" of zklock.hosts does not exist",
+							zkl_guc_chroot()),
+					 errdetail("Lock directory \"%s\" would be created under it.",
+							   dir),
+					 errhint("Create the chroot with a ZooKeeper client, or remove it from zklock.hosts.")));
+		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
+			zkl_session_raise(ops[i], "create", dir);
+	}
+}
+
+/* The lock directory is missing: create it (bounded: the server may remove it). */
 static ZklRecipeState
 recipe_make_dirs(ZklRecipe *r)
 {
-	const char *p = r->dir;
-
 	recipe_drop(&r->list);
 	recipe_drop(&r->acl);
 	if (++r->dir_attempts > ZKL_DIR_ATTEMPTS)
@@ -186,28 +215,7 @@ recipe_make_dirs(ZklRecipe *r)
 				 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
 
 	r->stats = palloc0(sizeof(ZklOp *) * ZKL_DIR_MAX_DEPTH);
-	r->nstats = 0;
-	while ((p = strchr(p + 1, '/')) != NULL && r->nstats < ZKL_DIR_MAX_DEPTH - 1)
-		r->stats[r->nstats++] =
-			zkl_session_create_dir(pnstrdup(r->dir, p - r->dir), false);
-	r->stats[r->nstats++] = zkl_session_create_dir(r->dir, true);
-
-	for (int i = 0; i < r->nstats; i++)
-	{
-		ZklRc		rc = zkl_session_answer(r->stats[i]);
-
-		/* A top-level directory has no parent to miss but the chroot. */
-		if (i == 0 && rc == ZKL_RC_NO_NODE && zkl_guc_chroot() != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("ZooKeeper chroot \"%s\" of zklock.hosts does not exist",
-							zkl_guc_chroot()),
-					 errdetail("Lock directory \"%s\" would be created under it.",
-							   r->dir),
-					 errhint("Create the chroot with a ZooKeeper client, or remove it from zklock.hosts.")));
-		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
-			zkl_session_raise(r->stats[i], "create", r->dir);
-	}
+	zkl_recipe_create_dirs(r->dir, r->stats, &r->nstats);
 	for (int i = 0; i < r->nstats; i++)
 		recipe_drop(&r->stats[i]);
 	r->nstats = 0;
@@ -467,14 +475,14 @@ recipe_check_deadlock(ZklRecipe *r)
 {
 	if (r->wait_entry == NULL)
 	{
-		r->wait_entry = zkl_deadlock_publish(r->dir, r->node, r->data,
+		r->wait_entry = zkl_deadlock_publish(r->dir, r->node, r->data, 0,
 											 &r->publish_dir, &r->publish);
 		(void) zkl_session_answer(r->publish_dir);
 		(void) zkl_session_answer(r->publish);
 		recipe_drop(&r->publish_dir);
 		recipe_drop(&r->publish);
 	}
-	zkl_deadlock_check(r->dir, r->node);
+	zkl_deadlock_check(r->dir, r->node, 0);
 }
 
 /*
@@ -592,9 +600,9 @@ recipe_step(ZklRecipe *r, ZklRecipeState state)
  * deadline passed first; raises on ZooKeeper errors and interrupts,
  * leaving nothing behind.
  */
-ZklAcquire
-zkl_recipe_acquire(const char *dir, bool shared, const char *data,
-				   TimestampTz deadline, char **node, int64 *token)
+static ZklAcquire
+recipe_run(const char *dir, bool shared, const char *infix, const char *data,
+		   TimestampTz deadline, char **node, int64 *token)
 {
 	ZklRecipe	r;
 	volatile ZklRecipeState state = RS_ENQUEUE;
@@ -602,6 +610,7 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 	memset(&r, 0, sizeof(r));
 	r.dir = dir;
 	r.shared = shared;
+	r.infix = infix;
 	r.data = data;
 	r.deadline = deadline;
 	r.epoch = zkl_session_epoch();
@@ -635,6 +644,26 @@ zkl_recipe_acquire(const char *dir, bool shared, const char *data,
 	return ZKL_ACQUIRED;
 }
 
+ZklAcquire
+zkl_recipe_acquire(const char *dir, bool shared, const char *data,
+				   TimestampTz deadline, char **node, int64 *token)
+{
+	return recipe_run(dir, shared, zkl_guc_exclusive_infix(), data, deadline,
+					  node, token);
+}
+
+/*
+ * The exclusive lock with Curator's InterProcessMutex names ("-lock-")
+ * whatever zklock.node_naming says: the semaphore's mutex.
+ */
+ZklAcquire
+zkl_recipe_acquire_mutex(const char *dir, const char *data,
+						 TimestampTz deadline, char **node, int64 *token)
+{
+	return recipe_run(dir, false, ZKL_EXCLUSIVE_INFIX, data, deadline, node,
+					  token);
+}
+
 /*
  * Every contender of a lock directory in queue order, for the fleet view:
  * the listing, then the data of every child in one pipeline.  Whether a
@@ -661,6 +690,7 @@ recipe_queue_rows(const char *dir, ZklChild *kids, int n,
 
 		row->position = i + 1;
 		row->shared = kids[i].shared;
+		row->mode = kids[i].shared ? "shared" : "exclusive";
 		row->holds = zkl_names_blocker(kids, n, i) < 0;
 		row->node = psprintf("%s/%s", dir, kids[i].name);
 		row->token = kids[i].czxid;

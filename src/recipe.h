@@ -22,10 +22,14 @@ typedef enum ZklAcquire
 	ZKL_TIMED_OUT
 } ZklAcquire;
 
-/* A row of zk_lock_queue(). */
+/* Deepest lock directory the recipe creates parents for. */
+#define ZKL_DIR_MAX_DEPTH 64
+
+/* A row of zk_lock_queue() and zk_semaphore_queue(). */
 typedef struct ZklQueueRow
 {
 	int			position;
+	const char *mode;			/* shared, exclusive; lease, queued */
 	bool		shared;
 	bool		holds;
 	char	   *node;
@@ -48,12 +52,24 @@ typedef struct ZklWaitRow
 extern ZklAcquire zkl_recipe_acquire(const char *dir, bool shared,
 									 const char *data, TimestampTz deadline,
 									 char **node, int64 *token);
+extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir, const char *data,
+										   TimestampTz deadline, char **node,
+										   int64 *token);
+extern void zkl_recipe_create_dirs(const char *dir, ZklOp **ops, int *nops);
 extern List *zkl_recipe_queue(const char *dir);
+
+/* semaphore.c */
+extern ZklAcquire zkl_recipe_lease(const char *dir, int max_leases,
+								   const char *data, TimestampTz deadline,
+								   char **node, int64 *token);
+extern List *zkl_recipe_semaphore_queue(const char *dir);
 
 /* deadlock.c */
 extern char *zkl_deadlock_publish(const char *dir, const char *node,
-								  const char *owner, ZklOp **mkdir, ZklOp **op);
-extern void zkl_deadlock_check(const char *dir, const char *node);
+								  const char *owner, int max_leases,
+								  ZklOp **mkdir, ZklOp **op);
+extern void zkl_deadlock_check(const char *dir, const char *node,
+							   int max_leases);
 extern List *zkl_deadlock_waits(void);
 
 extern void zkl_recipe_connect(void);

@@ -731,6 +731,20 @@ zkl_session_unwatch(const char *path)
 		session_issue_cleanups();
 }
 
+/* Remove our child watch on path, as zkl_session_unwatch does a data watch. */
+void
+zkl_session_unwatch_children(const char *path)
+{
+	bool		queued;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	queued = zkl_shared.zh != NULL &&
+		session_queue_cleanup(ZKL_CLEAN_UNWATCH_CHILDREN, path, NULL);
+	pthread_mutex_unlock(&zkl_shared.mu);
+	if (queued)
+		session_issue_cleanups();
+}
+
 /* What zk_session() shows; opens nothing. */
 void
 zkl_session_info(ZklSessionInfo *info)

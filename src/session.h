@@ -71,6 +71,7 @@ extern ZklOp *zkl_session_create_dir(const char *path, bool container);
 extern ZklOp *zkl_session_create_mark(const char *path, const char *data);
 extern ZklOp *zkl_session_children(const char *path);
 extern ZklOp *zkl_session_watch(const char *path);
+extern ZklOp *zkl_session_watch_children(const char *path);
 extern ZklOp *zkl_session_get(const char *path);
 extern ZklOp *zkl_session_stat(const char *path);
 extern ZklOp *zkl_session_get_acl(const char *path);
@@ -93,5 +94,6 @@ extern void zkl_session_raise(ZklOp *op, const char *what, const char *path)
 extern void zkl_session_adopt_node(const char *path);
 extern void zkl_session_release(const char *path);
 extern void zkl_session_unwatch(const char *path);
+extern void zkl_session_unwatch_children(const char *path);
 
 #endif							/* ZKLOCK_SESSION_H */

@@ -149,6 +149,10 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 			return zoo_aremove_all_watches(zh, c->path, ZWATCHTYPE_DATA, 0,
 										   (void_completion_t *) session_cleanup_done,
 										   c);
+		case ZKL_CLEAN_UNWATCH_CHILDREN:
+			return zoo_aremove_all_watches(zh, c->path, ZWATCHTYPE_CHILD, 0,
+										   (void_completion_t *) session_cleanup_done,
+										   c);
 		case ZKL_CLEAN_DELETE:
 			break;
 	}

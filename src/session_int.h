@@ -55,7 +55,8 @@ typedef enum ZklCleanupKind
 {
 	ZKL_CLEAN_DELETE,			/* delete path */
 	ZKL_CLEAN_SWEEP,			/* list path, delete children with prefix */
-	ZKL_CLEAN_UNWATCH			/* remove our data watch on path */
+	ZKL_CLEAN_UNWATCH,			/* remove our data watch on path */
+	ZKL_CLEAN_UNWATCH_CHILDREN	/* remove our child watch on path */
 } ZklCleanupKind;
 
 typedef struct ZklCleanup

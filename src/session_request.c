@@ -32,6 +32,7 @@ typedef enum ZklOpKind
 	ZKL_OP_CREATE_DIR,
 	ZKL_OP_CHILDREN,
 	ZKL_OP_WATCH,
+	ZKL_OP_WATCH_CHILDREN,
 	ZKL_OP_STAT,
 	ZKL_OP_GET,
 	ZKL_OP_ACL
@@ -134,6 +135,9 @@ session_cleanup_unclaimed(ZklOp *op)
 	if (op->kind == ZKL_OP_WATCH)
 		return op->abandoned && op->rc == ZOK &&
 			session_queue_cleanup(ZKL_CLEAN_UNWATCH, op->path, NULL);
+	if (op->kind == ZKL_OP_WATCH_CHILDREN)
+		return op->abandoned && op->rc == ZOK &&
+			session_queue_cleanup(ZKL_CLEAN_UNWATCH_CHILDREN, op->path, NULL);
 	if (op->kind != ZKL_OP_CREATE_NODE || op->claimed)
 		return false;
 	if (op->rc == ZOK)
@@ -475,6 +479,25 @@ zkl_session_watch(const char *path)
 						zoo_awget(zkl_shared.zh, path, session_data_watcher,
 								  NULL, session_got_data, op),
 						"watch", path);
+}
+
+/*
+ * List path and set a child watch on it (the semaphore's waiter, which
+ * must hear of a lease going).  Like a data watch, one answered after its
+ * waiter gave up is removed again.
+ */
+ZklOp *
+zkl_session_watch_children(const char *path)
+{
+	ZklOp	   *op = session_new_op(ZKL_OP_WATCH_CHILDREN);
+
+	if ((op->path = strdup(path)) == NULL)
+		return session_sent(op, ZSYSTEMERROR, "list", path);
+	return session_sent(op,
+						zoo_awget_children(zkl_shared.zh, path,
+										   session_data_watcher, NULL,
+										   session_listed, op),
+						"list", path);
 }
 
 /* Ask for a node's data (and czxid), without a watch. */

@@ -110,15 +110,14 @@ api_name(FunctionCallInfo fcinfo, ApiKey kind)
  * extract(epoch from interval).
  */
 static int64
-api_timeout_ms(FunctionCallInfo fcinfo, ApiKey kind)
+api_timeout_arg(FunctionCallInfo fcinfo, int arg, bool as_text)
 {
-	int			arg = api_key_args(kind);
 	Interval   *iv;
 	double		usecs;
 
 	if (PG_NARGS() <= arg || PG_ARGISNULL(arg))
 		return LockTimeout > 0 ? LockTimeout : -1;
-	if (kind == API_TEXT_TT)
+	if (as_text)
 		iv = DatumGetIntervalP(DirectFunctionCall3(interval_in,
 												   CStringGetDatum(TextDatumGetCString(PG_GETARG_DATUM(arg))),
 												   ObjectIdGetDatum(InvalidOid),
@@ -134,6 +133,12 @@ api_timeout_ms(FunctionCallInfo fcinfo, ApiKey kind)
 	if (usecs / 1000.0 >= (double) PG_INT64_MAX / 2)
 		return -1;
 	return (int64) ceil(usecs / 1000.0);
+}
+
+static int64
+api_timeout_ms(FunctionCallInfo fcinfo, ApiKey kind)
+{
+	return api_timeout_arg(fcinfo, api_key_args(kind), kind == API_TEXT_TT);
 }
 
 /* The waiting forms: the token, or 55P03 when the timeout passes. */
@@ -271,7 +276,7 @@ zk_locks_info(PG_FUNCTION_ARGS)
 		bool		nulls[8] = {0};
 
 		values[0] = CStringGetTextDatum(row->name);
-		values[1] = CStringGetTextDatum(row->shared ? "shared" : "exclusive");
+		values[1] = CStringGetTextDatum(row->mode);
 		values[2] = CStringGetTextDatum(row->xact ? "transaction" : "session");
 		values[3] = Int32GetDatum(row->holds);
 		values[4] = CStringGetTextDatum(row->node);
@@ -360,7 +365,7 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 		bool		nulls[6] = {0};
 
 		values[0] = Int32GetDatum(row->position);
-		values[1] = CStringGetTextDatum(row->shared ? "shared" : "exclusive");
+		values[1] = CStringGetTextDatum(row->mode);
 		values[2] = BoolGetDatum(row->holds);
 		values[3] = CStringGetTextDatum(row->node);
 		values[4] = Int64GetDatum(row->token);
@@ -377,14 +382,13 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
  * NULL and shows in data only: the view never fails on what it reads.
  */
 static Datum
-api_lock_queue(FunctionCallInfo fcinfo, ApiKey kind)
+api_queue_rows(FunctionCallInfo fcinfo, List *queue)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ZklName		name = api_name(fcinfo, kind);
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_queue(&name))
+	foreach(lc, queue)
 	{
 		ZklQueueRow *row = lfirst(lc);
 		size_t		len = strlen(row->data);
@@ -395,7 +399,7 @@ api_lock_queue(FunctionCallInfo fcinfo, ApiKey kind)
 
 		(void) zkl_owner_parse(row->data, len, buf, &o);
 		values[0] = Int32GetDatum(row->position);
-		values[1] = CStringGetTextDatum(row->shared ? "shared" : "exclusive");
+		values[1] = CStringGetTextDatum(row->mode);
 		values[2] = BoolGetDatum(row->holds);
 		values[3] = CStringGetTextDatum(row->node);
 		values[4] = Int64GetDatum(row->token);
@@ -413,6 +417,14 @@ api_lock_queue(FunctionCallInfo fcinfo, ApiKey kind)
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
+}
+
+static Datum
+api_lock_queue(FunctionCallInfo fcinfo, ApiKey kind)
+{
+	ZklName		name = api_name(fcinfo, kind);
+
+	return api_queue_rows(fcinfo, zkl_lockset_queue(&name));
 }
 
 /*
@@ -488,4 +500,109 @@ zk_session(PG_FUNCTION_ARGS)
 	values[4] = Int32GetDatum(locks);
 	values[5] = Int64GetDatum((int64) info.watch_events);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * Semaphores: (name, max_leases, timeout).  Like the lock functions, they
+ * are not STRICT (a NULL timeout means lock_timeout, else for ever); a
+ * NULL name or max_leases gives NULL.
+ */
+static int
+api_max_leases(FunctionCallInfo fcinfo)
+{
+	int32		max = PG_GETARG_INT32(1);
+
+	if (max < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_leases must be at least 1"),
+				 errdetail("The value given was %d.", max)));
+	return max;
+}
+
+static Datum
+api_semaphore(FunctionCallInfo fcinfo, bool xact, bool try)
+{
+	ZklName		name;
+	int			max;
+	int64		timeout;
+	int64		token;
+	bool		got;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	name = api_name(fcinfo, API_TEXT);
+	max = api_max_leases(fcinfo);
+	timeout = api_timeout_arg(fcinfo, 2, false);
+	got = zkl_lockset_lease(&name, max, xact, timeout, &token);
+	if (try)
+		PG_RETURN_BOOL(got);
+	if (!got)
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not obtain a lease of ZooKeeper semaphore \"%s\"",
+						name.display),
+				 errdetail("No lease of %d was free within " INT64_FORMAT " ms.",
+						   max, timeout)));
+	PG_RETURN_INT64(token);
+}
+
+PG_FUNCTION_INFO_V1(zk_semaphore);
+PG_FUNCTION_INFO_V1(zk_try_semaphore);
+PG_FUNCTION_INFO_V1(zk_xact_semaphore);
+PG_FUNCTION_INFO_V1(zk_try_xact_semaphore);
+PG_FUNCTION_INFO_V1(zk_semaphore_release);
+PG_FUNCTION_INFO_V1(zk_semaphore_release_all);
+PG_FUNCTION_INFO_V1(zk_semaphore_queue);
+
+Datum
+zk_semaphore(PG_FUNCTION_ARGS)
+{
+	return api_semaphore(fcinfo, false, false);
+}
+
+Datum
+zk_try_semaphore(PG_FUNCTION_ARGS)
+{
+	return api_semaphore(fcinfo, false, true);
+}
+
+Datum
+zk_xact_semaphore(PG_FUNCTION_ARGS)
+{
+	return api_semaphore(fcinfo, true, false);
+}
+
+Datum
+zk_try_xact_semaphore(PG_FUNCTION_ARGS)
+{
+	return api_semaphore(fcinfo, true, true);
+}
+
+/* One session lease: the one with this token, else the newest. */
+Datum
+zk_semaphore_release(PG_FUNCTION_ARGS)
+{
+	ZklName		name;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	name = api_name(fcinfo, API_TEXT);
+	PG_RETURN_BOOL(zkl_lockset_release_lease(&name, !PG_ARGISNULL(1),
+											 PG_ARGISNULL(1) ? 0 : PG_GETARG_INT64(1)));
+}
+
+Datum
+zk_semaphore_release_all(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(zkl_lockset_release_leases());
+}
+
+/* A semaphore's leases and queued acquirers, fleet-wide. */
+Datum
+zk_semaphore_queue(PG_FUNCTION_ARGS)
+{
+	ZklName		name = api_name(fcinfo, API_TEXT);
+
+	return api_queue_rows(fcinfo, zkl_lockset_semaphore_queue(&name));
 }

@@ -4,7 +4,9 @@
 //   java -cp CLASSPATH LockPeer HOSTS LOCKPATH MODE ID
 //
 // MODE: mutex (InterProcessMutex), read or write (the read or write lock of
-// InterProcessReadWriteLock).  ID becomes the data of every node this peer
+// InterProcessReadWriteLock), or semaphore:N (InterProcessSemaphoreV2 with
+// at most N leases; acquire takes one more lease, release returns the
+// oldest).  ID becomes the data of every node this peer
 // creates, so the test can tell its node from the others.
 //
 // Prints "ready" once the session is connected, then one reply per command:
@@ -22,6 +24,8 @@
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -30,6 +34,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class LockPeer {
@@ -62,8 +68,18 @@ public class LockPeer {
             System.exit(1);
         }
 
-        InterProcessMutex lock;
+        InterProcessMutex lock = null;
+        InterProcessSemaphoreV2 sem = null;
+        Deque<Lease> leases = new ArrayDeque<>();
+        if (mode.startsWith("semaphore:")) {
+            sem = new InterProcessSemaphoreV2(client, path,
+                    Integer.parseInt(mode.substring("semaphore:".length())));
+            sem.setNodeData(data);
+            mode = "semaphore";
+        }
         switch (mode) {
+            case "semaphore":
+                break;
             case "mutex":
                 lock = new InterProcessMutex(client, path);
                 break;
@@ -101,7 +117,26 @@ public class LockPeer {
         while (true) {
             String cmd = commands.take();
             try {
-                if (cmd.equals("acquire")) {
+                if (sem != null && (cmd.equals("acquire") || cmd.startsWith("try "))) {
+                    long ms = cmd.equals("acquire") ? ACQUIRE_WAIT_S * 1000
+                            : Long.parseLong(cmd.substring(4).trim());
+                    Lease l = sem.acquire(ms, TimeUnit.MILLISECONDS);
+                    if (l != null)
+                        leases.add(l);
+                    say(l != null ? "acquired " + System.currentTimeMillis()
+                            : cmd.equals("acquire") ? "timeout" : "busy");
+                } else if (sem != null && cmd.equals("release")) {
+                    long t = System.currentTimeMillis();
+                    Lease l = leases.poll();
+                    if (l == null) {
+                        say("error no lease");
+                    } else {
+                        l.close();
+                        say("released " + t);
+                    }
+                } else if (sem != null && cmd.equals("participants")) {
+                    say("participants " + String.join(",", sem.getParticipantNodes()));
+                } else if (cmd.equals("acquire")) {
                     boolean got = lock.acquire(ACQUIRE_WAIT_S, TimeUnit.SECONDS);
                     say(got ? "acquired " + System.currentTimeMillis() : "timeout");
                 } else if (cmd.startsWith("try ")) {

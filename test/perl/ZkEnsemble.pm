@@ -405,7 +405,8 @@ sub stop
 =item $zk->total_watches, $zk->watches_by_path
 
 total_watches: sum of "Total watches:N" from C<wchs> over the servers that
-answer.  watches_by_path: hashref path => number of distinct sessions
+answer; like C<wchp>, C<wchs> sees data watches only.  all_watches: the
+sum of C<mntr>'s zk_watch_count, which counts child watches as well.  watches_by_path: hashref path => number of distinct sessions
 watching it (data and child watches merged), from C<wchp> over all servers.
 
 =cut
@@ -418,6 +419,18 @@ sub total_watches
 	{
 		my $r = $self->four_letter($i, 'wchs') // next;
 		$total += $1 if $r =~ /Total watches:\s*(\d+)/;
+	}
+	return $total;
+}
+
+sub all_watches
+{
+	my ($self) = @_;
+	my $total = 0;
+	for my $i ($self->_answering)
+	{
+		my $r = $self->four_letter($i, 'mntr') // next;
+		$total += $1 if $r =~ /zk_watch_count\s+(\d+)/;
 	}
 	return $total;
 }

@@ -10,6 +10,9 @@
 //                                                      the holder's release to
 //                                                      the waiter's acquire
 //                                                      returning (two clients)
+//   java CuratorBench semlatency HOSTS WARM N SETTLE_US OUT
+//                                                      the same with one lease
+//                                                      of InterProcessSemaphoreV2
 //   java CuratorBench herd     HOSTS WAITERS OUT       one shared client, a
 //                                                      holder and WAITERS
 //                                                      threads on one lock
@@ -33,6 +36,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryNTimes;
 
 public class CuratorBench {
@@ -151,6 +156,80 @@ public class CuratorBench {
             TimeUnit.MICROSECONDS.sleep(settleUs);
             long t0 = System.nanoTime();
             ma.release();
+            Long t1 = acquired.poll(WAIT_S, TimeUnit.SECONDS);
+            if (t1 == null || t1 < 0)
+                throw new IllegalStateException("waiter failed", failure.get());
+            if (i >= warm)
+                s.add(t1 - t0);
+            cmd.put(true);
+            Boolean ok = released.poll(WAIT_S, TimeUnit.SECONDS);
+            if (ok == null || !ok)
+                throw new IllegalStateException("waiter did not release", failure.get());
+        }
+        cmd.put(false);
+        w.join(WAIT_S * 1000);
+        double secs = (System.nanoTime() - tAll) / 1e9;
+        List<Samples> all = new ArrayList<>();
+        all.add(s);
+        write(out, all, n, secs, 2, "");
+        ca.close();
+        cb.close();
+    }
+
+    // Semaphore hand-off: one lease (max 1); the waiter is queued once its
+    // lease node is there (it then holds the semaphore's mutex and watches
+    // the leases), plus SETTLE_US; the holder returns its lease.
+    static void semLatency(String hosts, int warm, int n, long settleUs, String out)
+            throws Exception {
+        CuratorFramework ca = client(hosts);
+        CuratorFramework cb = client(hosts);
+        String path = ROOT + "/s";
+        InterProcessSemaphoreV2 sa = new InterProcessSemaphoreV2(ca, path, 1);
+        InterProcessSemaphoreV2 sb = new InterProcessSemaphoreV2(cb, path, 1);
+        java.util.concurrent.BlockingQueue<Long> acquired =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.BlockingQueue<Boolean> cmd =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        java.util.concurrent.BlockingQueue<Boolean> released =
+                new java.util.concurrent.LinkedBlockingQueue<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        Thread w = new Thread(() -> {
+            try {
+                while (cmd.take()) {
+                    Lease l = sb.acquire(WAIT_S, TimeUnit.SECONDS);
+                    if (l == null)
+                        throw new IllegalStateException("no lease within " + WAIT_S + " s");
+                    acquired.put(System.nanoTime());
+                    cmd.take();
+                    l.close();
+                    released.put(true);
+                }
+            } catch (Throwable t) {
+                failure.set(t);
+                acquired.offer(-1L);
+                released.offer(false);
+            }
+        });
+        w.start();
+        Samples s = new Samples();
+        long tAll = 0;
+        for (int i = 0; i < warm + n; i++) {
+            if (i == warm)
+                tAll = System.nanoTime();
+            Lease mine = sa.acquire(WAIT_S, TimeUnit.SECONDS);
+            if (mine == null)
+                throw new IllegalStateException("holder got no lease");
+            cmd.put(true);
+            long limit = System.nanoTime() + 10_000_000_000L;
+            while (ca.checkExists().forPath(path + "/leases") == null
+                   || ca.getChildren().forPath(path + "/leases").size() != 2) {
+                if (System.nanoTime() > limit || failure.get() != null)
+                    throw new IllegalStateException("waiter did not queue", failure.get());
+                Thread.sleep(0, 200_000);
+            }
+            TimeUnit.MICROSECONDS.sleep(settleUs);
+            long t0 = System.nanoTime();
+            mine.close();
             Long t1 = acquired.poll(WAIT_S, TimeUnit.SECONDS);
             if (t1 == null || t1 < 0)
                 throw new IllegalStateException("waiter failed", failure.get());
@@ -315,6 +394,10 @@ public class CuratorBench {
                 case "latency":
                     latency(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]),
                             Long.parseLong(a[4]), a[5]);
+                    break;
+                case "semlatency":
+                    semLatency(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]),
+                               Long.parseLong(a[4]), a[5]);
                     break;
                 default:
                     System.err.println("unknown mode " + a[0]);

@@ -22,6 +22,7 @@
  * MODE: zklock   SELECT zk_lock($1) ; SELECT zk_unlock($1)
  *       zkxact   BEGIN ; SELECT zk_xact_lock($1) ; COMMIT
  *       advisory SELECT pg_advisory_lock($1) ; SELECT pg_advisory_unlock($1)
+ *       semaphore SELECT zk_semaphore($1, 1) ; SELECT zk_semaphore_release($1)
  * Lock and unlock are prepared statements.
  *
  * Writes OUT.lat (microseconds, one per line: the cycle, or for handoff the
@@ -41,7 +42,7 @@
 
 enum Mode
 {
-	M_ZKLOCK, M_ZKXACT, M_ADVISORY
+	M_ZKLOCK, M_ZKXACT, M_ADVISORY, M_ZKSEM
 };
 
 typedef struct Samples
@@ -171,6 +172,10 @@ prepare_all(Client *c)
 			break;
 		case M_ZKXACT:
 			lock_sql = "SELECT zk_xact_lock($1::text)";
+			break;
+		case M_ZKSEM:
+			lock_sql = "SELECT zk_semaphore($1::text, 1)";
+			unlock_sql = "SELECT zk_semaphore_release($1::text)";
 			break;
 		default:
 			lock_sql = "SELECT pg_advisory_lock($1::bigint)";
@@ -746,7 +751,7 @@ run_latency(int warm, int n, long settle_us, const char *out)
 	double		t_all = 0;
 
 	if (g_mode == M_ZKXACT)
-		die("latency: use zklock or advisory");
+		die("latency: use zklock, semaphore or advisory");
 	a.conn = connect_db();
 	b.conn = connect_db();
 	prepare_all(&a);
@@ -860,6 +865,8 @@ parse_mode(const char *s)
 		return M_ZKXACT;
 	if (strcmp(s, "advisory") == 0)
 		return M_ADVISORY;
+	if (strcmp(s, "semaphore") == 0)
+		return M_ZKSEM;
 	die("unknown mode %s", s);
 	return M_ZKLOCK;
 }

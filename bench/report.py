@@ -128,7 +128,8 @@ for fig in ("cycle", "handoff", "distinct"):
     for who in PEERS + (["floor-async", "floor-read"] if fig == "cycle" else []):
         res[fig, who] = Result(fig, who)
         resd[fig, who] = Result(fig, who, "d", DROUNDS)
-LAT_PEERS = ["floor", "zklock", "curator", "kazoo", "pg-advisory"]
+LAT_PEERS = ["floor", "zklock", "curator", "kazoo", "pg-advisory", "zklock-sem",
+             "curator-sem"]
 CRON_PEERS = ["floor", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
 for who in LAT_PEERS:
     res["latency", who] = Result("latency", who)
@@ -142,6 +143,8 @@ LABEL_LAT = {
     "curator": "curator     release() -> acquire() returns",
     "kazoo": "kazoo       release() -> acquire() returns",
     "pg-advisory": "pg-advisory pg_advisory_unlock -> _lock returns",
+    "zklock-sem": "zklock sem  zk_semaphore_release -> zk_semaphore (max 1)",
+    "curator-sem": "curator sem Lease.close() -> acquire() (SemaphoreV2, max 1)",
 }
 LABEL_CRON = {
     "floor": "floor       C client: connect+create+delete+close",
@@ -455,6 +458,14 @@ for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
                   ms(cu.p50) if cu.ok else "FAILED", ms(kz.p50) if kz.ok else "FAILED"))
     else:
         target(False, "hand-off latency (%s): no result" % where)
+for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
+    a, cu = rs["latency", "zklock-sem"], rs["latency", "curator-sem"]
+    if a.ok and cu.ok:
+        target(a.p50 < cu.p50,
+               "semaphore hand-off latency below Curator's InterProcessSemaphoreV2 (%s):"
+               " p50 %s ms vs %s ms (%s)" % (where, ms(a.p50), ms(cu.p50), ratio(a.p50, cu.p50)))
+    else:
+        target(False, "semaphore hand-off latency (%s): no result" % where)
 for me in ("zklock", "zklock-xact"):
     a, cu, kz = (resd["cycle", w] for w in (me, "curator", "kazoo"))
     tag = "" if me == "zklock" else " [xact variant]"

@@ -17,7 +17,8 @@
 # the servers through bench/delay_proxy.c, which holds every byte for
 # BENCH_DELAY_MS in each direction; the round trip is measured and printed.
 # New figures at both distances: the hand-off latency (unlock sent -> the
-# waiter's lock returns) and the cron-job pattern (new connection, lock,
+# waiter's lock returns; also for a one-lease semaphore, zklock and Curator)
+# and the cron-job pattern (new connection, lock,
 # unlock, disconnect).
 #
 # Settings (environment): BENCH_ROUNDS (3), BENCH_CYCLES (600 per round),
@@ -297,6 +298,8 @@ run_one() {
 	latency.pg-advisory) set -- "$W/bin/pg_client" latency "$CC" advisory 10 "$LN" "$SETTLE" "$out" ;;
 	latency.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench latency "$H" 100 "$LN" "$SETTLE" "$out" ;;
 	latency.kazoo) set -- $PY "$B/kazoo_bench.py" latency "$H" 10 "$LN" "$SETTLE" "$out" ;;
+	latency.zklock-sem) set -- "$W/bin/pg_client" latency "$CZ" semaphore 10 "$LN" $((2 * SETTLE)) "$out" ;;
+	latency.curator-sem) set -- java -Xmx512m -cp "$CP_J" CuratorBench semlatency "$H" 100 "$LN" $((2 * SETTLE)) "$out" ;;
 	cron.floor) set -- "$W/bin/zk_floor" session "$H" 5 "$CN" "$out" ;;
 	cron.zklock) set -- "$W/bin/pg_client" cron "$CZ" zklock 5 "$CN" "$out" ;;
 	cron.zklock-preloaded) set -- "$W/bin/pg_client" cron "$CPRE" zklock 5 "$CN" "$out" ;;
@@ -348,7 +351,7 @@ rotate() {  # rotate the list by $1 places
 	echo "$@"
 }
 
-LAT_CONTENDERS="floor zklock curator kazoo pg-advisory"
+LAT_CONTENDERS="floor zklock curator kazoo pg-advisory zklock-sem curator-sem"
 CRON_CONTENDERS="floor zklock zklock-preloaded pg-connect pg-advisory"
 
 # run_round K TAG: every figure once, contender order rotated by K

@@ -68,6 +68,13 @@ test_known(void)
 	check(parse("{\"port\":2147483648,\"pid\":-2147483648}", &o) &&
 		  !o.has_port && o.has_pid && o.pid == INT32_MIN,
 		  "integers beyond int32 are left out, int32's limits are kept");
+	check(parse("{\"pid\":7,\"max_leases\":3,\"waits_max_leases\":\"3\"}", &o) &&
+		  o.has_max_leases && o.max_leases == 3 && !o.has_waits_max_leases &&
+		  o.has_pid && o.pid == 7,
+		  "a semaphore node's max_leases is read, a string is not a limit");
+	check(parse("{\"waits_max_leases\":10}", &o) && o.has_waits_max_leases &&
+		  o.waits_max_leases == 10 && !o.has_max_leases,
+		  "a lease wait entry's limit is read");
 	check(parse("{\"port\":99999999999999999999999999}", &o) && !o.has_port,
 		  "a huge integer does not overflow");
 	check(parse("{\"host\":\"a\",\"host\":\"b\"}", &o) && same(o.host, "b"),

@@ -52,8 +52,17 @@ export PG_REGRESS="$pgxs/../test/regress/pg_regress"
 export PATH="$(pg_config --bindir):$PATH"
 for t in test/t/*.pl; do
 	rm -rf tmp_check/t_*
-	out=$(as_user env PATH="$PATH" PG_REGRESS="$PG_REGRESS" \
-		prove -v -I "$pgxs/../test/perl" -I test/perl "$t" 2>&1)
+	# A test whose name ends in _dns runs in test/dns_jail.sh (root only:
+	# a mount namespace with a resolver that never answers).
+	jail=
+	case $t in *_dns.pl) [ "$(id -u)" -eq 0 ] && jail="sh test/dns_jail.sh" ;; esac
+	if [ -n "$jail" ]; then
+		out=$($jail runuser -u postgres -- env PATH="$PATH" PG_REGRESS="$PG_REGRESS" \
+			prove -v -I "$pgxs/../test/perl" -I test/perl "$t" 2>&1)
+	else
+		out=$(as_user env PATH="$PATH" PG_REGRESS="$PG_REGRESS" \
+			prove -v -I "$pgxs/../test/perl" -I test/perl "$t" 2>&1)
+	fi
 	echo "$out" | grep -vE '^(# |ok )' | head -n 100
 	echo "$out" | grep -E '^# checker:'
 	ok=$(echo "$out" | grep -cE '^ok [0-9]')

@@ -107,16 +107,39 @@ public class CuratorBench {
         c.close();
     }
 
-    // The waiter runs in its own thread (a mutex is released by the thread
-    // that holds it); the main thread holds, waits until the waiter's node
-    // is queued and SETTLE_US more, then releases.
-    static void latency(String hosts, int warm, int n, long settleUs, String out)
+    // One side of a hand-off: takes and gives back what is handed off.
+    interface Side {
+        void take() throws Exception;
+        void give() throws Exception;
+    }
+
+    static Side mutexSide(InterProcessMutex m) {
+        return new Side() {
+            public void take() throws Exception { acquire(m); }
+            public void give() throws Exception { m.release(); }
+        };
+    }
+
+    static Side leaseSide(InterProcessSemaphoreV2 s) {
+        return new Side() {
+            Lease lease;
+            public void take() throws Exception {
+                lease = s.acquire(WAIT_S, TimeUnit.SECONDS);
+                if (lease == null)
+                    throw new IllegalStateException("no lease within " + WAIT_S + " s");
+            }
+            public void give() throws Exception { lease.close(); }
+        };
+    }
+
+    // Hand-off latency.  The waiter runs in its own thread (a mutex is
+    // released by the thread that holds it); the main thread takes, waits
+    // until the waiter is queued (queued: the children of queuePath) and
+    // SETTLE_US more, then gives back; the sample runs to the waiter's take
+    // returning.
+    static void handOff(CuratorFramework ca, CuratorFramework cb, Side a, Side b,
+                        String queuePath, int warm, int n, long settleUs, String out)
             throws Exception {
-        CuratorFramework ca = client(hosts);
-        CuratorFramework cb = client(hosts);
-        String path = ROOT + "/l";
-        InterProcessMutex ma = new InterProcessMutex(ca, path);
-        InterProcessMutex mb = new InterProcessMutex(cb, path);
         java.util.concurrent.BlockingQueue<Long> acquired =
                 new java.util.concurrent.LinkedBlockingQueue<>();
         java.util.concurrent.BlockingQueue<Boolean> cmd =
@@ -127,10 +150,10 @@ public class CuratorBench {
         Thread w = new Thread(() -> {
             try {
                 while (cmd.take()) {
-                    acquire(mb);
+                    b.take();
                     acquired.put(System.nanoTime());
                     cmd.take();
-                    mb.release();
+                    b.give();
                     released.put(true);
                 }
             } catch (Throwable t) {
@@ -145,17 +168,18 @@ public class CuratorBench {
         for (int i = 0; i < warm + n; i++) {
             if (i == warm)
                 tAll = System.nanoTime();
-            acquire(ma);
+            a.take();
             cmd.put(true);
             long limit = System.nanoTime() + 10_000_000_000L;
-            while (ca.getChildren().forPath(path).size() != 2) {
+            while (ca.checkExists().forPath(queuePath) == null
+                   || ca.getChildren().forPath(queuePath).size() != 2) {
                 if (System.nanoTime() > limit || failure.get() != null)
                     throw new IllegalStateException("waiter did not queue", failure.get());
                 Thread.sleep(0, 200_000);
             }
             TimeUnit.MICROSECONDS.sleep(settleUs);
             long t0 = System.nanoTime();
-            ma.release();
+            a.give();
             Long t1 = acquired.poll(WAIT_S, TimeUnit.SECONDS);
             if (t1 == null || t1 < 0)
                 throw new IllegalStateException("waiter failed", failure.get());
@@ -176,78 +200,26 @@ public class CuratorBench {
         cb.close();
     }
 
+    static void latency(String hosts, int warm, int n, long settleUs, String out)
+            throws Exception {
+        CuratorFramework ca = client(hosts);
+        CuratorFramework cb = client(hosts);
+        String path = ROOT + "/l";
+        handOff(ca, cb, mutexSide(new InterProcessMutex(ca, path)),
+                mutexSide(new InterProcessMutex(cb, path)), path, warm, n, settleUs, out);
+    }
+
     // Semaphore hand-off: one lease (max 1); the waiter is queued once its
     // lease node is there (it then holds the semaphore's mutex and watches
-    // the leases), plus SETTLE_US; the holder returns its lease.
+    // the leases).
     static void semLatency(String hosts, int warm, int n, long settleUs, String out)
             throws Exception {
         CuratorFramework ca = client(hosts);
         CuratorFramework cb = client(hosts);
         String path = ROOT + "/s";
-        InterProcessSemaphoreV2 sa = new InterProcessSemaphoreV2(ca, path, 1);
-        InterProcessSemaphoreV2 sb = new InterProcessSemaphoreV2(cb, path, 1);
-        java.util.concurrent.BlockingQueue<Long> acquired =
-                new java.util.concurrent.LinkedBlockingQueue<>();
-        java.util.concurrent.BlockingQueue<Boolean> cmd =
-                new java.util.concurrent.LinkedBlockingQueue<>();
-        java.util.concurrent.BlockingQueue<Boolean> released =
-                new java.util.concurrent.LinkedBlockingQueue<>();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread w = new Thread(() -> {
-            try {
-                while (cmd.take()) {
-                    Lease l = sb.acquire(WAIT_S, TimeUnit.SECONDS);
-                    if (l == null)
-                        throw new IllegalStateException("no lease within " + WAIT_S + " s");
-                    acquired.put(System.nanoTime());
-                    cmd.take();
-                    l.close();
-                    released.put(true);
-                }
-            } catch (Throwable t) {
-                failure.set(t);
-                acquired.offer(-1L);
-                released.offer(false);
-            }
-        });
-        w.start();
-        Samples s = new Samples();
-        long tAll = 0;
-        for (int i = 0; i < warm + n; i++) {
-            if (i == warm)
-                tAll = System.nanoTime();
-            Lease mine = sa.acquire(WAIT_S, TimeUnit.SECONDS);
-            if (mine == null)
-                throw new IllegalStateException("holder got no lease");
-            cmd.put(true);
-            long limit = System.nanoTime() + 10_000_000_000L;
-            while (ca.checkExists().forPath(path + "/leases") == null
-                   || ca.getChildren().forPath(path + "/leases").size() != 2) {
-                if (System.nanoTime() > limit || failure.get() != null)
-                    throw new IllegalStateException("waiter did not queue", failure.get());
-                Thread.sleep(0, 200_000);
-            }
-            TimeUnit.MICROSECONDS.sleep(settleUs);
-            long t0 = System.nanoTime();
-            mine.close();
-            Long t1 = acquired.poll(WAIT_S, TimeUnit.SECONDS);
-            if (t1 == null || t1 < 0)
-                throw new IllegalStateException("waiter failed", failure.get());
-            if (i >= warm)
-                s.add(t1 - t0);
-            cmd.put(true);
-            Boolean ok = released.poll(WAIT_S, TimeUnit.SECONDS);
-            if (ok == null || !ok)
-                throw new IllegalStateException("waiter did not release", failure.get());
-        }
-        cmd.put(false);
-        w.join(WAIT_S * 1000);
-        double secs = (System.nanoTime() - tAll) / 1e9;
-        List<Samples> all = new ArrayList<>();
-        all.add(s);
-        write(out, all, n, secs, 2, "");
-        ca.close();
-        cb.close();
+        handOff(ca, cb, leaseSide(new InterProcessSemaphoreV2(ca, path, 1)),
+                leaseSide(new InterProcessSemaphoreV2(cb, path, 1)), path + "/leases",
+                warm, n, settleUs, out);
     }
 
     static void multi(String hosts, int clients, double secs, String out,

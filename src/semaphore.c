@@ -159,6 +159,22 @@ sem_make_dirs(ZklSem *s)
 }
 
 /*
+ * More than max_leases of the leases are this backend's session's (the new
+ * one included): no release by anyone else can make room, and only this
+ * backend, which is about to wait, could release its own.
+ */
+static void
+sem_raise_self_deadlock(ZklSem *s, int mine)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
+			 errmsg("deadlock detected"),
+			 errdetail("This backend holds %d leases of \"%s\" itself and asks for one more with max_leases %d: it would wait for itself.",
+					   mine - 1, s->leases, s->max),
+			 errhint("Release a lease of this semaphore first, or raise max_leases.")));
+}
+
+/*
  * Count the leases in s->list (a plain listing, or one that set the child
  * watch): at most max_leases children, ours among them, and we hold.  All
  * children count, as in Curator.
@@ -170,7 +186,9 @@ sem_count(ZklSem *s, bool watching)
 	const char *own = strrchr(s->node, '/') + 1;
 	char	  **names;
 	int			n;
+	int			mine = 0;
 	bool		present = false;
+	const char *prefix = zkl_session_own_prefix();
 
 	if (rc == ZKL_RC_CONNECTION_LOST)
 	{
@@ -182,8 +200,11 @@ sem_count(ZklSem *s, bool watching)
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(s->list, "list", s->leases);
 	n = zkl_session_op_children(s->list, &names);
-	for (int i = 0; i < n && !present; i++)
-		present = strcmp(names[i], own) == 0;
+	for (int i = 0; i < n; i++)
+	{
+		present |= strcmp(names[i], own) == 0;
+		mine += strncmp(names[i], prefix, strlen(prefix)) == 0;
+	}
 	sem_drop(&s->list);
 	if (!present)
 		sem_raise_vanished(s);
@@ -191,6 +212,8 @@ sem_count(ZklSem *s, bool watching)
 		return SS_HELD;
 	if (s->deadline != 0 && GetCurrentTimestamp() >= s->deadline)
 		return SS_TIMED_OUT;
+	if (mine > s->max)
+		sem_raise_self_deadlock(s, mine);
 	return watching ? SS_WAIT : SS_WATCH;
 }
 

@@ -230,6 +230,25 @@ is(leases('g'), 0, 'the holder released');
 	$b->quit;
 }
 
+# A backend that holds every lease and asks for one more would wait for
+# itself: 40P01 at once, nothing left behind; a try form just says false.
+{
+	my $s = waiter($east);
+	$s->query_safe("SELECT zk_semaphore('self', 2)");
+	$s->query_safe("SELECT zk_semaphore('self', 2)");
+	my $t0 = time;
+	like(sql_err($s, "SELECT zk_semaphore('self', 2)"),
+		qr/ERROR:  deadlock detected\nDETAIL:  This backend holds 2 leases of "[^"]*" itself/,
+		'asking for a third lease of two held: 40P01');
+	ok(time - $t0 < 5, 'at once, not after deadlock_timeout');
+	is(leases('self') . '/' . queued('self'), '2/0', 'and no node is left');
+	is($s->query_safe("SELECT zk_try_semaphore('self', 2)"), 'f', 'the try form says false');
+	is($s->query_safe("SELECT zk_try_semaphore('self', 3)"), 't',
+		'with room for one more, it is granted');
+	$s->query_safe("SELECT zk_unlock_all()");
+	$s->quit;
+}
+
 # --- 5. the ledger: 3 clusters x 4 backends, max_leases 3
 my $CYCLES = 15;
 for my $n (@nodes)

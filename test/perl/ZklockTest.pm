@@ -19,7 +19,7 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(zk_cluster zk_children zk_count zk_data poll_until waiter
   start_wait finish_wait backend_pid is_waiting in_call count_waiting finish
-  zk_servers_of lock_state);
+  zk_servers_of lock_state peer_send peer_line peer_cmd);
 
 my $zkq = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
 
@@ -176,6 +176,36 @@ sub lock_state
 		"SELECT coalesce(max(state), '') FROM zk_locks WHERE name = '$name'");
 	chomp $out;
 	return $out;
+}
+
+# Other clients' peers (test/interop), started with IPC::Run as
+# { h => handle, in => stdin buffer, out => stdout buffer }: send a command
+# line, read the next line printed (undef after $timeout s), or both.
+sub peer_send
+{
+	my ($p, $cmd) = @_;
+	$p->{in} .= "$cmd\n";
+	$p->{h}->pump_nb if $p->{h}->pumpable;
+}
+
+sub peer_line
+{
+	my ($p, $timeout) = @_;
+	my $deadline = time + ($timeout // $PostgreSQL::Test::Utils::timeout_default);
+	while (1)
+	{
+		return $1 if $p->{out} =~ s/^([^\n]*)\n//;
+		return undef if time > $deadline || !$p->{h}->pumpable;
+		$p->{h}->pump_nb;
+		sleep 0.02;
+	}
+}
+
+sub peer_cmd
+{
+	my ($p, $cmd, $timeout) = @_;
+	peer_send($p, $cmd);
+	return peer_line($p, $timeout) // '(no reply)';
 }
 
 # Quit background sessions, stop clusters and the ensemble, by handle.

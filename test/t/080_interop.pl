@@ -205,34 +205,6 @@ sub kazoo
 		$mode, $name);
 }
 
-sub peer_send
-{
-	my ($p, $cmd) = @_;
-	$p->{in} .= "$cmd\n";
-	$p->{h}->pump_nb if $p->{h}->pumpable;
-}
-
-# The next line the peer prints, waiting at most $timeout s (undef then).
-sub peer_line
-{
-	my ($p, $timeout) = @_;
-	my $deadline = time + ($timeout // $PostgreSQL::Test::Utils::timeout_default);
-	while (1)
-	{
-		return $1 if $p->{out} =~ s/^([^\n]*)\n//;
-		return undef if time > $deadline || !$p->{h}->pumpable;
-		$p->{h}->pump_nb;
-		sleep 0.02;
-	}
-}
-
-sub peer_cmd
-{
-	my ($p, $cmd) = @_;
-	peer_send($p, $cmd);
-	return peer_line($p) // '(no reply)';
-}
-
 # Whether the peer has printed nothing since its last reply.
 sub peer_silent
 {

@@ -390,27 +390,6 @@ sub curator
 	return $p;
 }
 
-sub peer_line
-{
-	my ($p, $timeout) = @_;
-	my $deadline = time + ($timeout // 60);
-	while (1)
-	{
-		return $1 if $p->{out} =~ s/^([^\n]*)\n//;
-		return undef if time > $deadline || !$p->{h}->pumpable;
-		$p->{h}->pump_nb;
-		sleep 0.02;
-	}
-}
-
-sub peer_cmd
-{
-	my ($p, $cmd, $timeout) = @_;
-	$p->{in} .= "$cmd\n";
-	$p->{h}->pump_nb if $p->{h}->pumpable;
-	return peer_line($p, $timeout) // '(no reply)';
-}
-
 {
 	my $path = dir_of('shared-limit');
 	my $c = curator('c1', $path, 2);
@@ -431,8 +410,7 @@ sub peer_cmd
 	like(peer_cmd($c, 'release'), qr/^released/, 'Curator returns its other lease');
 	$s2->query_safe("SELECT zk_semaphore('shared-limit', 2)");
 	is(peer_cmd($c, 'try 500'), 'busy', 'two zklock leases fill it for Curator');
-	$c->{in} .= "acquire\n";
-	$c->{h}->pump_nb;
+	peer_send($c, 'acquire');
 	ok(!defined peer_line($c, 1), 'Curator waits');
 	$s1->query_safe("SELECT zk_semaphore_release('shared-limit')");
 	like(peer_line($c, 30) // '', qr/^acquired/, 'a zklock release lets Curator in');
@@ -444,8 +422,7 @@ sub peer_cmd
 	my @iv;
 	for my $round (1 .. 5)
 	{
-		$_->{in} .= "acquire\n" for $c, $c2;
-		$_->{h}->pump_nb for $c, $c2;
+		peer_send($_, 'acquire') for $c, $c2;
 		start_wait($s1, "SELECT extract(epoch FROM clock_timestamp()) FROM (SELECT zk_semaphore('shared-limit', 2)) x");
 		start_wait($s2, "SELECT extract(epoch FROM clock_timestamp()) FROM (SELECT zk_semaphore('shared-limit', 2)) x");
 		my %held;

@@ -248,6 +248,22 @@ lockset_warn_lost(ZklLock *lock)
 			 lockset_lost_detail()));
 }
 
+/*
+ * End every session hold of a lock, with a WARNING if it was lost; the
+ * lock goes once no transaction hold is left.  Returns whether it was held.
+ */
+static bool
+lockset_end_session_holds(ZklLock *lock)
+{
+	bool		held = zkl_recipe_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST;
+
+	if (!held)
+		lockset_warn_lost(lock);
+	lock->session_holds = 0;
+	lockset_forget_if_unheld(lock);
+	return held;
+}
+
 /* Room for one more transaction hold, so that adding it cannot fail. */
 static void
 lockset_reserve_xact_hold(ZklLock *lock)
@@ -425,49 +441,24 @@ zkl_lockset_release_lease(const ZklName *name, bool by_token, int64 token)
 						name->display)));
 		return false;
 	}
-	if (zkl_recipe_health(pick->epoch, pick->node) == ZKL_HEALTH_LOST)
-	{
-		lockset_warn_lost(pick);
-		pick->session_holds = 0;
-		lockset_forget_if_unheld(pick);
-		return false;
-	}
-	pick->session_holds = 0;
-	lockset_forget_if_unheld(pick);
-	return true;
+	return lockset_end_session_holds(pick);
 }
 
-/* Release every session lease of this backend; returns how many. */
+/* Release every session lease of this backend; returns how many were held. */
 int
 zkl_lockset_release_leases(void)
 {
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
 	int			n = 0;
 
-	for (;;)
-	{
-		HASH_SEQ_STATUS it;
-		ZklLock    *lock;
-		ZklLock    *pick = NULL;
-
-		if (zkl_locks == NULL)
-			return n;
-		hash_seq_init(&it, zkl_locks);
-		while ((lock = hash_seq_search(&it)) != NULL)
-			if (lock->key.lease != 0 && lock->session_holds > 0)
-			{
-				pick = lock;
-				hash_seq_term(&it);
-				break;
-			}
-		if (pick == NULL)
-			return n;
-		if (zkl_recipe_health(pick->epoch, pick->node) == ZKL_HEALTH_LOST)
-			lockset_warn_lost(pick);
-		else
-			n++;
-		pick->session_holds = 0;
-		lockset_forget_if_unheld(pick);
-	}
+	if (zkl_locks == NULL)
+		return 0;
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+		if (lock->key.lease != 0 && lock->session_holds > 0)
+			n += lockset_end_session_holds(lock);
+	return n;
 }
 
 /*
@@ -514,14 +505,8 @@ zkl_lockset_release_all(void)
 		return;
 	hash_seq_init(&it, zkl_locks);
 	while ((lock = hash_seq_search(&it)) != NULL)
-	{
-		if (lock->session_holds == 0)
-			continue;
-		if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
-			lockset_warn_lost(lock);
-		lock->session_holds = 0;
-		lockset_forget_if_unheld(lock);
-	}
+		if (lock->session_holds > 0)
+			(void) lockset_end_session_holds(lock);
 }
 
 static void
@@ -531,7 +516,6 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 
 	row->name = pstrdup(lock->name);
 	row->mode = lockset_mode(lock);
-	row->shared = lock->key.shared;
 	row->xact = xact;
 	row->holds = holds;
 	row->node = pstrdup(lock->node);
@@ -642,6 +626,8 @@ lockset_check_losses(bool at_commit)
 						lockset_what(lock)) :
 				 errmsg("cannot commit while %s is lost", lockset_what(lock)),
 				 lockset_lost_detail(),
+				 lock->key.lease != 0 ?
+				 errhint("Release it with zk_semaphore_release or zk_unlock_all.") :
 				 errhint("Release it with zk_unlock or zk_unlock_all.")));
 	}
 }

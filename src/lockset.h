@@ -30,7 +30,6 @@ typedef struct ZklLockRow
 {
 	char	   *name;
 	const char *mode;			/* exclusive, shared or lease */
-	bool		shared;
 	bool		xact;
 	int			holds;
 	char	   *node;

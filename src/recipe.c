@@ -689,7 +689,6 @@ recipe_queue_rows(const char *dir, ZklChild *kids, int n,
 		ZklQueueRow *row = palloc(sizeof(ZklQueueRow));
 
 		row->position = i + 1;
-		row->shared = kids[i].shared;
 		row->mode = kids[i].shared ? "shared" : "exclusive";
 		row->holds = zkl_names_blocker(kids, n, i) < 0;
 		row->node = psprintf("%s/%s", dir, kids[i].name);

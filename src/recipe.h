@@ -29,8 +29,7 @@ typedef enum ZklAcquire
 typedef struct ZklQueueRow
 {
 	int			position;
-	const char *mode;			/* shared, exclusive; lease, queued */
-	bool		shared;
+	const char *mode;			/* shared, exclusive; lease, mutex, queued */
 	bool		holds;
 	char	   *node;
 	int64		token;

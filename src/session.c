@@ -711,6 +711,18 @@ zkl_session_release(const char *path)
 		session_issue_cleanups();
 }
 
+static void
+session_unwatch(ZklCleanupKind kind, const char *path)
+{
+	bool		queued;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	queued = zkl_shared.zh != NULL && session_queue_cleanup(kind, path, NULL);
+	pthread_mutex_unlock(&zkl_shared.mu);
+	if (queued)
+		session_issue_cleanups();
+}
+
 /*
  * Remove our data watch on path, retried after a reconnect like a delete.
  * In the 3.8.0 client, removing one watcher only checks on the server and
@@ -721,28 +733,14 @@ zkl_session_release(const char *path)
 void
 zkl_session_unwatch(const char *path)
 {
-	bool		queued;
-
-	pthread_mutex_lock(&zkl_shared.mu);
-	queued = zkl_shared.zh != NULL &&
-		session_queue_cleanup(ZKL_CLEAN_UNWATCH, path, NULL);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	if (queued)
-		session_issue_cleanups();
+	session_unwatch(ZKL_CLEAN_UNWATCH, path);
 }
 
-/* Remove our child watch on path, as zkl_session_unwatch does a data watch. */
+/* Remove our child watch on path (the semaphore's waiter sets them), likewise. */
 void
 zkl_session_unwatch_children(const char *path)
 {
-	bool		queued;
-
-	pthread_mutex_lock(&zkl_shared.mu);
-	queued = zkl_shared.zh != NULL &&
-		session_queue_cleanup(ZKL_CLEAN_UNWATCH_CHILDREN, path, NULL);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	if (queued)
-		session_issue_cleanups();
+	session_unwatch(ZKL_CLEAN_UNWATCH_CHILDREN, path);
 }
 
 /* What zk_session() shows; opens nothing. */

@@ -132,12 +132,11 @@ session_add_node_locked(const char *path)
 static bool
 session_cleanup_unclaimed(ZklOp *op)
 {
-	if (op->kind == ZKL_OP_WATCH)
+	if (op->kind == ZKL_OP_WATCH || op->kind == ZKL_OP_WATCH_CHILDREN)
 		return op->abandoned && op->rc == ZOK &&
-			session_queue_cleanup(ZKL_CLEAN_UNWATCH, op->path, NULL);
-	if (op->kind == ZKL_OP_WATCH_CHILDREN)
-		return op->abandoned && op->rc == ZOK &&
-			session_queue_cleanup(ZKL_CLEAN_UNWATCH_CHILDREN, op->path, NULL);
+			session_queue_cleanup(op->kind == ZKL_OP_WATCH ?
+								  ZKL_CLEAN_UNWATCH : ZKL_CLEAN_UNWATCH_CHILDREN,
+								  op->path, NULL);
 	if (op->kind != ZKL_OP_CREATE_NODE || op->claimed)
 		return false;
 	if (op->rc == ZOK)

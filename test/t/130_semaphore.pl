@@ -120,6 +120,16 @@ like(sql_err($h[0], "SELECT zk_semaphore('', 1)"), qr/ERROR:  lock name must not
 is($h[0]->query_safe("SELECT zk_semaphore(NULL, 3) IS NULL AND zk_semaphore('s', NULL) IS NULL"),
 	't', 'NULL arguments give NULL');
 
+# A semaphore and a lock of one name are independent.
+$h[1]->query_safe("SELECT zk_lock('both')");
+is($h[2]->query_safe("SELECT zk_try_semaphore('both', 1)"), 't',
+	'a semaphore is free while a lock of its name is held');
+is($h[1]->query_safe("SELECT zk_try_semaphore('both', 1)"), 'f', 'and counts its lease');
+is($h[3]->query_safe("SELECT zk_try_lock('both')"), 'f', 'the lock still excludes');
+is($h[3]->query_safe("SELECT string_agg(mode, ',') FROM zk_lock_queue('both')"), 'exclusive',
+	'the lock\'s queue shows only the lock');
+$h[$_]->query_safe("SELECT zk_unlock_all()") for 1, 2;
+
 # Transaction scope, savepoints, DISCARD ALL.
 $w->query_safe("SELECT zk_unlock_all()");
 is(leases('s'), 0, 'zk_unlock_all releases session leases too');
@@ -150,6 +160,10 @@ start_wait($wa, "SELECT zk_semaphore('g', 1)");
 ok(poll_until(sub { is_waiting($east, $pa) && leases('g') == 2 }, 30), 'a waits for a lease');
 start_wait($wb, "SELECT zk_semaphore('g', 1)");
 ok(poll_until(sub { is_waiting($east, $pb) && queued('g') == 2 }, 30), 'b queues for the mutex');
+is( $h[1]->query_safe(
+		"SELECT string_agg(mode || ':' || holds, ',' ORDER BY position) FROM zk_semaphore_queue('g')"),
+	'lease:true,lease:false,mutex:false,queued:false',
+	'zk_semaphore_queue: the holder, a\'s waiting lease, a on the mutex, b queued');
 ok(poll_until(sub { $zk->all_watches == 2 && $zk->total_watches == 1 }, 10),
 	'two watches: a child watch on the leases, a data watch on a\'s mutex node')
   or diag explain $zk->watches_by_path;

@@ -167,6 +167,15 @@ is( $h[1]->query_safe(
 ok(poll_until(sub { $zk->all_watches == 2 && $zk->total_watches == 1 }, 10),
 	'two watches: a child watch on the leases, a data watch on a\'s mutex node')
   or diag explain $zk->watches_by_path;
+my $hpid = backend_pid($h[0]);
+ok( poll_until(
+		sub {
+			$h[1]->query_safe(
+				"SELECT count(*) FROM zk_lock_waits() WHERE waiter_pid = $pa AND lock_path LIKE '%/g/leases' AND blocker_holds AND blocker_pid = $hpid"
+			) eq '1';
+		},
+		15),
+	'zk_lock_waits: a, past deadlock_timeout, waits for a lease; the holder\'s lease is in its way');
 $east->safe_psql('postgres', "SELECT pg_cancel_backend($pb)");
 ok(poll_until(sub { !in_call($east, $pb) }, 30), 'cancel while queued for the mutex');
 like((finish_wait($wb))[1], qr/canceling statement due to user request/, 'b was canceled');

@@ -104,6 +104,17 @@ recipe_raise_vanished(ZklRecipe *r)
 			 errdetail("The ZooKeeper session may have expired, or another client deleted the node.")));
 }
 
+/* The session of this acquisition is gone, and our node with it. */
+static void
+recipe_raise_expired(ZklRecipe *r)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_EXCEPTION),
+			 errmsg("ZooKeeper session expired while acquiring lock \"%s\"",
+					r->dir),
+			 errdetail("The ensemble did not answer for longer than the session timeout.")));
+}
+
 /* Refuse a lock directory in which another identity may delete our node. */
 static void
 recipe_check_acl(ZklRecipe *r)
@@ -307,6 +318,8 @@ recipe_decide(ZklRecipe *r)
 		recipe_drop(&r->list);
 		return RS_RECONNECT;
 	}
+	if (rc == ZKL_RC_SESSION_LOST)
+		recipe_raise_expired(r);
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(r->list, "list", r->dir);
 
@@ -347,6 +360,8 @@ recipe_watch(ZklRecipe *r)
 	r->watch = zkl_session_watch(r->watched);
 	r->mark = zkl_session_op_mark(r->watch);
 	rc = zkl_session_answer(r->watch);
+	if (rc == ZKL_RC_SESSION_LOST)
+		recipe_raise_expired(r);
 	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE &&
 		rc != ZKL_RC_CONNECTION_LOST)
 		zkl_session_raise(r->watch, "watch", r->watched);
@@ -361,17 +376,6 @@ recipe_watch(ZklRecipe *r)
 	if (rc == ZKL_RC_CONNECTION_LOST)
 		return RS_RECONNECT;
 	return RS_WAIT;
-}
-
-/* The session of this acquisition is gone, and our node with it. */
-static void
-recipe_raise_expired(ZklRecipe *r)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_CONNECTION_EXCEPTION),
-			 errmsg("ZooKeeper session expired while acquiring lock \"%s\"",
-					r->dir),
-			 errdetail("The ensemble did not answer for longer than the session timeout.")));
 }
 
 /*

@@ -197,6 +197,8 @@ sem_count(ZklSem *s, bool watching)
 	}
 	if (rc == ZKL_RC_NO_NODE)
 		sem_raise_vanished(s);
+	if (rc == ZKL_RC_SESSION_LOST)
+		sem_raise_expired(s);
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(s->list, "list", s->leases);
 	n = zkl_session_op_children(s->list, &names);

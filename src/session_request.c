@@ -334,16 +334,26 @@ session_new_op(ZklOpKind kind)
 	return op;
 }
 
-/* Account for the send of an op: one the library refused is freed, and raised. */
+/*
+ * Account for the send of an op.  One the library refused because the
+ * connection or the session is gone is answered at once with that code, so
+ * that callers treat it as they treat such an answer; any other refusal is
+ * freed, and raised.
+ */
 static ZklOp *
 session_sent(ZklOp *op, int rc, const char *what, const char *path)
 {
+	ZklRc		zrc = session_rc(rc);
+
 	if (rc == ZOK)
 		return op;
 	pthread_mutex_lock(&zkl_shared.mu);
 	zkl_shared.requests_out--;
-	pthread_mutex_unlock(&zkl_shared.mu);
 	op->rc = rc;
+	op->done = zrc == ZKL_RC_CONNECTION_LOST || zrc == ZKL_RC_SESSION_LOST;
+	pthread_mutex_unlock(&zkl_shared.mu);
+	if (op->done)
+		return op;
 	PG_TRY();
 	{
 		zkl_session_raise(op, what, path);
@@ -689,7 +699,13 @@ zkl_session_raise(ZklOp *op, const char *what, const char *path)
 			code = ERRCODE_CONNECTION_FAILURE;
 			break;
 		case ZKL_RC_SESSION_LOST:
-			code = ERRCODE_CONNECTION_EXCEPTION;
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_EXCEPTION),
+					 errmsg("ZooKeeper session ended before the %s request for \"%s\" was answered",
+							what, path),
+					 errdetail("The ensemble expired or closed this backend's session (%s); its lock nodes are gone.",
+							   zerror(op->rc)),
+					 errhint("The next zklock call opens a new session.")));
 			break;
 		case ZKL_RC_DENIED:
 			ereport(ERROR,

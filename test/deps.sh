@@ -5,13 +5,14 @@
 #   test:   libipc-run-perl (TAP), python3-kazoo (tree inspection, peers),
 #           Curator's jars and a JDK (javac) for the interop peers,
 #           netcat-openbsd (four-letter words by hand),
-#           pgbouncer and postgresql-15-cron (the tools users run zklock with)
+#           pgbouncer and postgresql-15-cron (the tools users run zklock with),
+#           gdb (holds a backend at the edge of a race window in 150_windows)
 set -eu
 
 PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
 libzookeeper-mt-dev zookeeper libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
-default-jdk-headless make gcc pgbouncer postgresql-15-cron"
+default-jdk-headless make gcc pgbouncer postgresql-15-cron gdb"
 
 missing=""
 for p in $PACKAGES; do

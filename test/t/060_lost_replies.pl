@@ -148,6 +148,20 @@ my $watched = sub { ($zk->watches_by_path->{"/zklock/cancel-watch/$hnode"} // 0)
 ok(poll_until(sub { $watched->() == 0 }, 30),
 	'no watch is left on the holder\'s node once the late reply has come')
   or diag('watches: ' . $watched->());
+# The client library keeps its own table of watches and sets every one of
+# them again on a reconnect (SetWatches): a watch that reached that table
+# after the give-up, and was dropped only on the server, comes back here.
+my $vstate = sub { $v->query_safe('SELECT state FROM zk_session()') };
+my $vsid = $v->query_safe('SELECT session_id FROM zk_session()');
+$proxy->mode('cut');
+ok(poll_until(sub { $vstate->() ne 'connected' }, 30),
+	'the cancelled backend\'s connection is cut');
+$proxy->mode('pass');
+ok(poll_until(sub { $vstate->() eq 'connected' }, 30), 'and comes back');
+is($v->query_safe('SELECT session_id FROM zk_session()'), $vsid, 'in the same session');
+# A round trip after the reconnect: SetWatches, sent first, has been served.
+$v->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+is($watched->(), 0, 'the reconnect sets no watch on the holder\'s node again');
 $h4->query_safe("SELECT zk_unlock('cancel-watch')");
 ok(poll_until(sub { zk_count($zk, '/zklock/cancel-watch') == 0 }, 30), 'the holder releases');
 is($v->query_safe('SELECT notifications FROM zk_session()'), $notes,

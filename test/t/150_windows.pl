@@ -1,0 +1,180 @@
+# Copyright (c) zklock contributors
+#
+# Windows that no fault from outside opens on time, opened with a debugger
+# (issue 13's defects 3 and 4): gdb, attached to one backend, holds it at
+# the edge of the window while the fault happens, then lets it go on.
+#
+# - An expiry between the answer to the watch request and the start of the
+#   wait: the wait must see it and fail, not wait for ever.  gdb in
+#   non-stop mode holds only the main thread; the client library's threads
+#   hear of the expiry meanwhile.
+# - The first memory allocation after the lock node is made fails: the
+#   backend must never keep a node it has not recorded (the node goes with
+#   the error, or the lock set holds it and releases it as usual).
+#
+# Skips when gdb cannot attach to a backend here (no ptrace).
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkEnsemble;
+use ZkGdb;
+use ZkProxy;
+use ZklockTest;
+
+my $zk = ZkEnsemble->new(servers => 1);
+my $node = zk_cluster('windows', $zk, session_timeout => 2000);
+my $proxy = ZkProxy->new($zk->port(1));
+my @sessions;
+
+sub session
+{
+	my ($via_proxy) = @_;
+	my $s = waiter($node);
+	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'") if $via_proxy;
+	# Bounds a wait that would never end: its failure, not a hang.
+	$s->query_safe("SET statement_timeout = '20s'");
+	$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+	push @sessions, $s;
+	return $s;
+}
+
+# --- defect 3: the session expires after the watch is answered, before
+# the wait has begun.
+my $h = session(0);
+$h->query_safe("SELECT zk_lock('expiry')");
+my $w = session(1);
+my $wpid = backend_pid($w);
+
+my $g = ZkGdb->attach($wpid, non_stop => 1);
+plan skip_all => $ZkGdb::why unless $g;
+
+like($g->cmd('break zkl_session_await_watch') // '', qr/Breakpoint 1 at/,
+	'a breakpoint where the wait for a watch begins');
+start_wait($w, "SELECT zk_lock('expiry')");
+ok($g->wait_for(qr/hit Breakpoint 1\b/, 30),
+	'the waiter\'s main thread stops there, its watch request answered')
+  or diag($g->output);
+is(zk_count($zk, '/zklock/expiry'), 2, 'the waiter is queued behind the holder');
+$proxy->mode('cut');
+ok(poll_until(sub { zk_count($zk, '/zklock/expiry') == 1 }, 30),
+	'cut off, its session expires on the ensemble: its node is gone');
+$proxy->mode('pass');
+ok( poll_until(
+		sub { ($g->cmd('print zkl_shared.state', 10) // '') =~ /= -112\b/ }, 30),
+	'the client library has heard the session expired, the main thread still held'
+) or diag($g->output);
+$g->cmd('delete');
+$g->cmd('continue -a &');
+$g->detach;
+my ($out, $err) = finish_wait($w);
+like($err, qr{ERROR:  ZooKeeper session expired while acquiring lock "/zklock/expiry"},
+	'the wait sees the expiry and fails') or diag("out: $out");
+unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');
+is($w->query_safe("SELECT count(*) FROM zk_locks WHERE name = 'expiry'"), '0',
+	'and records no lock');
+$h->query_safe("SELECT zk_unlock('expiry')");
+
+# --- defect 4: an allocation fails after the recipe made the node and
+# before the lock set has recorded it.  gdb (all-stop) lets the recipe run
+# to its return, sets a breakpoint where the lock set returns to the SQL
+# function, and makes the k-th palloc-family call in between ask for more
+# than PostgreSQL allows: an ERROR exactly where running out of memory
+# would raise one.  k goes up until the lock set returns first.
+my %first_arg = map { $_ => 1 } qw(palloc palloc0 palloc_extended);
+my @allocators = (sort(keys %first_arg),
+	qw(MemoryContextAlloc MemoryContextAllocZero MemoryContextAllocZeroAligned
+	  MemoryContextAllocExtended MemoryContextAllocHuge repalloc repalloc_huge));
+
+# Run $sql in $s with its k-th allocation in the window failed.  Returns
+# the allocator that failed, '' when the window had fewer allocations, or
+# undef when gdb lost its way.
+sub fail_allocation
+{
+	my ($s, $sql, $recipe_fn, $lockset_fn, $k) = @_;
+	my $d = ZkGdb->attach(backend_pid($s)) or return undef;
+	$d->cmd("break $recipe_fn");
+	$d->cmd('continue &');
+	start_wait($s, $sql);
+	my $fn;
+	if ($d->wait_for(qr/Breakpoint 1, $recipe_fn/, 30)
+		&& ($d->cmd('finish', 60) // '') =~ /Value returned is .*(ZKL_ACQUIRED|true)/)
+	{
+		$d->cmd('delete');
+		# Where the lock set returns to its SQL function: the window's end.
+		$d->cmd("frame function $lockset_fn");
+		$d->cmd('up');
+		$d->cmd('tbreak *$pc');
+		$d->cmd('set $n = 0');
+		for my $f (@allocators)
+		{
+			next unless ($d->cmd("break *$f") // '') =~ /Breakpoint \d+ at/;
+			$d->cmd("commands\nsilent\nset \$n = \$n + 1\nif \$n < $k\ncontinue\nend\nend");
+		}
+		$d->cmd('continue', 60);
+		($fn) = ($d->cmd('info symbol $pc') // '') =~ /^(\w+)/m;
+		if (defined $fn && grep { $_ eq $fn } @allocators)
+		{
+			diag("allocation $k after $recipe_fn: " . ($d->cmd('bt 3') // ''));
+			$d->cmd($first_arg{$fn} ? 'set $rdi = 0xffffffffffffff00' : 'set $rsi = 0xffffffffffffff00');
+		}
+		elsif (defined $fn)
+		{
+			$fn = '';
+		}
+	}
+	diag($d->output) unless defined $fn;
+	$d->detach;
+	return $fn;
+}
+
+my $c = session(0);
+for my $case (
+	[ 'transaction lock', "SELECT zk_xact_lock('alloc-xact')", '/zklock/alloc-xact',
+		'zkl_recipe_acquire', 'zkl_lockset_acquire', 'SELECT zk_unlock_all()' ],
+	[ 'session lock', "SELECT zk_lock('alloc-session')", '/zklock/alloc-session',
+		'zkl_recipe_acquire', 'zkl_lockset_acquire', 'SELECT zk_unlock_all()' ],
+	[ 'semaphore lease', "SELECT zk_semaphore('alloc-sem', 2)", '/zklock/alloc-sem/leases',
+		'zkl_recipe_lease', 'zkl_lockset_lease', 'SELECT zk_semaphore_release_all()' ])
+{
+	my ($what, $sql, $dir, $recipe_fn, $lockset_fn, $release) = @$case;
+	my $k = 1;
+	for (; $k <= 10; $k++)
+	{
+		my $fn = fail_allocation($c, $sql, $recipe_fn, $lockset_fn, $k);
+		my ($out, $err) = finish_wait($c);
+		if (!defined $fn)
+		{
+			fail("$what: gdb reaches allocation $k");
+			last;
+		}
+		if ($fn eq '')
+		{
+			is($err, '', "$what: the lock set returns after " . ($k - 1)
+				  . ' allocation(s), all of them failed in turn') or diag($out);
+			$c->query_safe($release);
+			last;
+		}
+		like($err, qr/invalid memory alloc request size/,
+			"$what: allocation $k ($fn) fails the statement");
+		# The lock set either holds the lock (a session lock outlives the
+		# failed transaction) or no node of ours is left.
+		my $recorded = $c->query_safe('SELECT count(*) FROM zk_locks');
+		ok(poll_until(sub { zk_count($zk, $dir) == $recorded }, 15),
+			"$what: allocation $k: a node exactly when the lock set holds it ($recorded)")
+		  or diag(explain [ zk_children($zk, $dir) ]);
+		$c->query_safe($release);
+		ok(poll_until(sub { zk_count($zk, $dir) == 0 }, 15),
+			"$what: allocation $k: nothing left once all is released");
+	}
+	ok($k <= 10, "$what: the window ends within 10 allocations");
+}
+
+$proxy->stop;
+finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+done_testing();

@@ -39,7 +39,11 @@ sub attach
 	my @cmd = ('gdb', '-q', '-nx', '-nh',
 		($opt{non_stop} ? ('-iex', 'set non-stop on') : ()),
 		'-iex', 'set pagination off', '-iex', 'set confirm off',
-		'-iex', 'set width 0', '-p', $pid);
+		'-iex', 'set width 0',
+		# The backend's signals (a cancel's SIGINT above all) are its own.
+		'-iex', 'handle SIGINT SIGUSR1 SIGUSR2 SIGURG SIGALRM SIGTERM SIGQUIT '
+		  . 'SIGHUP SIGPIPE SIGCHLD nostop noprint pass',
+		'-p', $pid);
 	$self->{h} = eval {
 		IPC::Run::start(\@cmd, \$self->{in}, \$self->{out}, '2>&1');
 	};

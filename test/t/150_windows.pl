@@ -1,9 +1,11 @@
 # Copyright (c) zklock contributors
 #
 # Windows that no fault from outside opens on time, opened with a debugger
-# (issue 13's defects 3 and 4): gdb, attached to one backend, holds it at
-# the edge of the window while the fault happens, then lets it go on.
+# (issue 13's defects 2, 3 and 4): gdb, attached to one backend, holds it
+# at the edge of the window while the fault happens, then lets it go on.
 #
+# - A cancel while the watch request is under way: every request object is
+#   freed once the late answer has come (gdb counts them).
 # - An expiry between the answer to the watch request and the start of the
 #   wait: the wait must see it and fail, not wait for ever.  gdb in
 #   non-stop mode holds only the main thread; the client library's threads
@@ -34,9 +36,10 @@ my @sessions;
 
 sub session
 {
-	my ($via_proxy) = @_;
+	my ($via_proxy, $session_timeout) = @_;
 	my $s = waiter($node);
 	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'") if $via_proxy;
+	$s->query_safe("SET zklock.session_timeout = '$session_timeout'") if $session_timeout;
 	# Bounds a wait that would never end: its failure, not a hang.
 	$s->query_safe("SET statement_timeout = '20s'");
 	$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
@@ -44,15 +47,65 @@ sub session
 	return $s;
 }
 
+# --- defect 2: a cancel while the watch request is under way (its answer
+# held back by the proxy).  Every request object must be freed, the
+# abandoned watch's once its late answer came; gdb counts the objects the
+# session makes and frees meanwhile.
+my $h = session(0);
+$h->query_safe("SELECT zk_lock('cancel-watch')");
+my ($hnode) = zk_children($zk, '/zklock/cancel-watch');
+# A session timeout that outlasts gdb's pauses and the held-back answers.
+my $v = session(1, '20s');
+my $vpid = backend_pid($v);
+my $gv = ZkGdb->attach($vpid);
+plan skip_all => $ZkGdb::why unless $gv;
+
+$gv->cmd('set $made = 0');
+$gv->cmd('set $freed = 0');
+like($gv->cmd("break session_new_op\ncommands\nsilent\nset \$made = \$made + 1\ncontinue\nend") // '',
+	qr/Breakpoint 1 at/, 'gdb counts the request objects made');
+like($gv->cmd("break session_free_op\ncommands\nsilent\nset \$freed = \$freed + 1\ncontinue\nend") // '',
+	qr/Breakpoint 2 at/, 'and freed');
+$gv->cmd('continue &');
+my $count = sub {
+	my ($out) = @_;
+	my ($n) = ($gv->cmd("print \$$out", 10) // '') =~ /= (\d+)/;
+	return $n // -1;
+};
+my $gets = $proxy->requests('get');
+$proxy->mode('delay:1500');
+start_wait($v, "SELECT zk_lock('cancel-watch')");
+ok(poll_until(sub { $proxy->requests('get') > $gets }, 30),
+	'the watch request is sent, its answer held back') ;
+$node->safe_psql('postgres', "SELECT pg_cancel_backend($vpid)");
+my ($out, $err) = finish_wait($v);
+like($err, qr/canceling statement due to user request/, 'the waiter is cancelled');
+cmp_ok($count->('made') - $count->('freed'), '>', 0,
+	'a request object is still out (the watch\'s answer is held back)');
+$proxy->mode('pass');
+ok( poll_until(
+		sub {
+			zk_count($zk, '/zklock/cancel-watch') == 1
+			  && ($zk->watches_by_path->{"/zklock/cancel-watch/$hnode"} // 0) == 0;
+		},
+		30),
+	'the late answer has come: the waiter\'s node and watch are gone');
+ok(poll_until(sub { $count->('made') == $count->('freed') }, 15),
+	'every request object made is freed')
+  or diag('made ' . $count->('made') . ', freed ' . $count->('freed'));
+$gv->detach;
+$h->query_safe("SELECT zk_unlock('cancel-watch')");
+is($v->query_safe("SELECT zk_try_lock('cancel-watch')"), 't', 'the session works on');
+$v->query_safe("SELECT zk_unlock('cancel-watch')");
+
 # --- defect 3: the session expires after the watch is answered, before
 # the wait has begun.
-my $h = session(0);
 $h->query_safe("SELECT zk_lock('expiry')");
 my $w = session(1);
 my $wpid = backend_pid($w);
 
 my $g = ZkGdb->attach($wpid, non_stop => 1);
-plan skip_all => $ZkGdb::why unless $g;
+ok($g, 'gdb attached to the next waiter');
 
 like($g->cmd('break zkl_session_await_watch') // '', qr/Breakpoint 1 at/,
 	'a breakpoint where the wait for a watch begins');
@@ -72,7 +125,7 @@ ok( poll_until(
 $g->cmd('delete');
 $g->cmd('continue -a &');
 $g->detach;
-my ($out, $err) = finish_wait($w);
+($out, $err) = finish_wait($w);
 like($err, qr{ERROR:  ZooKeeper session expired while acquiring lock "/zklock/expiry"},
 	'the wait sees the expiry and fails') or diag("out: $out");
 unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');

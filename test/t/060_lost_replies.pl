@@ -15,6 +15,7 @@ use lib "$FindBin::Bin/../perl";
 
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use ZkEnsemble;
 use ZkProxy;
 use ZklockTest;
@@ -168,6 +169,36 @@ is($v->query_safe('SELECT notifications FROM zk_session()'), $notes,
 	'the release woke nobody in the cancelled backend');
 is($v->query_safe("SELECT zk_try_lock('cancel-watch')"), 't',
 	'and its session works on');
+
+# --- exit while the ensemble answers nothing (replies swallowed, the
+# connection up), with the COMMIT's release sent and unanswered: the
+# backend waits at most its 2 s drain, not its 20 s session timeout, and
+# its locks go when the ensemble ends the session.
+my $q = waiter($node);
+$q->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'");
+my $qpid = backend_pid($q);
+$q->query_safe("SELECT zk_lock('exit-swallow')");
+$q->query_safe("BEGIN");
+$q->query_safe("SELECT zk_xact_lock('exit-swallow-xact')");
+my $deletes = $proxy->requests('delete');
+$proxy->mode('swallow');
+$q->query_safe("COMMIT");
+ok(poll_until(sub { $proxy->requests('delete') > $deletes }, 30),
+	'the COMMIT\'s release is sent, its answer swallowed');
+my $t0 = time;
+$q->quit;
+ok(poll_until(sub { !kill(0, $qpid) }, 30), 'a backend whose ensemble answers nothing exits');
+my $took = time - $t0;
+cmp_ok($took, '<', 10, 'well inside its 20 s session timeout') or diag("took $took s");
+note("exit took $took s");
+$proxy->mode('pass');
+ok( poll_until(
+		sub {
+			zk_count($zk, '/zklock/exit-swallow') == 0
+			  && zk_count($zk, '/zklock/exit-swallow-xact') == 0;
+		},
+		40),
+	'its locks go with its session');
 
 $proxy->stop;
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);

@@ -73,7 +73,7 @@ my $count = sub {
 	return $n // -1;
 };
 my $gets = $proxy->requests('get');
-$proxy->mode('delay:1500');
+$proxy->mode('delay:2500');
 start_wait($v, "SELECT zk_lock('cancel-watch')");
 ok(poll_until(sub { $proxy->requests('get') > $gets }, 30),
 	'the watch request is sent, its answer held back') ;

@@ -703,7 +703,7 @@ zkl_session_raise(ZklOp *op, const char *what, const char *path)
 					(errcode(ERRCODE_CONNECTION_EXCEPTION),
 					 errmsg("ZooKeeper session ended before the %s request for \"%s\" was answered",
 							what, path),
-					 errdetail("The ensemble expired or closed this backend's session (%s); its lock nodes are gone.",
+					 errdetail("The ensemble expired or closed this backend's session (%s).",
 							   zerror(op->rc)),
 					 errhint("The next zklock call opens a new session.")));
 			break;

@@ -30,7 +30,9 @@
  * (a lock directory like any other), then, holding the mutex, for a lease:
  * its entry then names the leases directory and its max_leases, and while
  * the directory has more children than that, every other lease (of
- * another session) is in its way.
+ * another session) is in its way.  Unlike a lock's, such a wait ends when
+ * enough of them go, whichever: it closes a cycle only when too few of
+ * those leases belong to sessions that do not wait on this backend.
  *
  * Exactly one member of a cycle ends its wait: the first that finds the
  * cycle and creates the ephemeral claim <root>/.zklock-deadlocks/<hash of
@@ -373,10 +375,116 @@ dl_visited(DlSearch *s, const char *session)
 	return found;
 }
 
+static bool dl_visit(DlSearch *s, DlWaiter *w);
+
+static bool
+dl_listed(List *sessions, const char *session)
+{
+	ListCell   *lc;
+
+	foreach(lc, sessions)
+		if (strcmp(lfirst(lc), session) == 0)
+			return true;
+	return false;
+}
+
 /*
- * Depth-first from w (already on the path): true when a path leads back to
- * a node of this backend's session, with s->path[0 .. depth) the cycle and
- * each member's blocked_by set.
+ * Whether the owner of node b, the session given, waits (transitively) on
+ * this backend's session; b is in w's way, w on top of the path.  True
+ * leaves the cycle on the path.
+ */
+static bool
+dl_follow(DlSearch *s, DlWaiter *w, char *b, const char *session)
+{
+	ListCell   *ec;
+	DlWaiter   *next;
+
+	w->blocked_by = b;
+	if (strcmp(session, s->own) == 0)
+		return true;
+	if (s->depth >= DL_MAX_DEPTH || dl_visited(s, session))
+		return false;
+	/* Queued ahead of w in the same directory: that is its wait. */
+	next = w->max_leases > 0 ? NULL :
+		dl_waiter_in_dir(s, w->dir, b, session);
+	if (next != NULL)
+		return dl_visit(s, next);
+	foreach(ec, s->entries)
+	{
+		char	   *entry = lfirst(ec);
+
+		if (strncmp(entry, session, ZKL_UUID_SESSION_LEN) != 0)
+			continue;
+		next = dl_read_entry(s, entry);
+		if (next != NULL && dl_visit(s, next))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A lease waiter w (on top of the path) goes on once enough leases go,
+ * whichever they are: it is stuck on this backend only when fewer of the
+ * leases in its way than it needs belong to sessions that do not wait on
+ * this backend.  Children that are not leases of a known session (other
+ * clients' odd names) count as free; so does a session met earlier in the
+ * search (its answer is not known here), which can only miss a cycle, not
+ * make one up.  True leaves the first cycle found on the path.
+ */
+static bool
+dl_visit_lease(DlSearch *s, DlWaiter *w, DlListing *l, int self,
+			   const char *prefix, size_t plen)
+{
+	int			base = s->depth;
+	int			need = l->n - w->max_leases;
+	int			spare = l->n - l->nkids;
+	int			cycle_depth = 0;
+	DlWaiter   *cycle[DL_MAX_DEPTH];
+	char	   *cycle_by = NULL;
+	List	   *back = NIL;		/* sessions found waiting on us, here */
+
+	for (int i = 0; i < dl_span(l, w, self) && spare < need; i++)
+	{
+		char	   *b;
+		char		session[ZKL_UUID_SESSION_LEN + 1];
+
+		if (!dl_in_way(l, w, self, i, prefix, plen))
+			continue;
+		b = unconstify(char *, l->kids[i].name);
+		if (!zkl_names_session_of(b, session))
+		{
+			spare++;
+			continue;
+		}
+		if (dl_listed(back, session))
+			continue;
+		if (!dl_follow(s, w, b, session))
+		{
+			spare++;
+			continue;
+		}
+		back = lappend(back, pstrdup(session));
+		if (cycle_by == NULL)
+		{
+			cycle_by = b;
+			cycle_depth = s->depth;
+			memcpy(cycle, s->path, sizeof(DlWaiter *) * s->depth);
+		}
+		s->depth = base;
+	}
+	if (spare >= need || cycle_by == NULL)
+		return false;
+	memcpy(s->path, cycle, sizeof(DlWaiter *) * cycle_depth);
+	s->depth = cycle_depth;
+	w->blocked_by = cycle_by;
+	return true;
+}
+
+/*
+ * Depth-first from w: true when a path leads back to a node of this
+ * backend's session, with s->path[0 .. depth) the cycle and each member's
+ * blocked_by set.  A lock waiter needs every node in its way gone, so any
+ * one that leads back closes a cycle; a lease waiter, see dl_visit_lease.
  */
 static bool
 dl_visit(DlSearch *s, DlWaiter *w)
@@ -387,43 +495,23 @@ dl_visit(DlSearch *s, DlWaiter *w)
 	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
 
 	s->path[s->depth++] = w;
-	for (int i = 0; i < dl_span(l, w, self); i++)
+	if (w->max_leases > 0)
 	{
-		char	   *b;
-		char		session[ZKL_UUID_SESSION_LEN + 1];
-		ListCell   *ec;
-		DlWaiter   *next;
-
-		if (!dl_in_way(l, w, self, i, prefix, plen))
-			continue;
-		b = unconstify(char *, l->kids[i].name);
-		if (!zkl_names_session_of(b, session))
-			continue;
-		w->blocked_by = b;
-		if (strcmp(session, s->own) == 0)
+		if (dl_visit_lease(s, w, l, self, prefix, plen))
 			return true;
-		if (s->depth >= DL_MAX_DEPTH || dl_visited(s, session))
-			continue;
-		/* Queued ahead of w in the same directory: that is its wait. */
-		next = w->max_leases > 0 ? NULL :
-			dl_waiter_in_dir(s, w->dir, b, session);
-		if (next != NULL)
-		{
-			if (dl_visit(s, next))
-				return true;
-			continue;
-		}
-		foreach(ec, s->entries)
-		{
-			char	   *entry = lfirst(ec);
-
-			if (strncmp(entry, session, ZKL_UUID_SESSION_LEN) != 0)
-				continue;
-			next = dl_read_entry(s, entry);
-			if (next != NULL && dl_visit(s, next))
-				return true;
-		}
 	}
+	else
+		for (int i = 0; i < dl_span(l, w, self); i++)
+		{
+			char	   *b;
+			char		session[ZKL_UUID_SESSION_LEN + 1];
+
+			if (!dl_in_way(l, w, self, i, prefix, plen))
+				continue;
+			b = unconstify(char *, l->kids[i].name);
+			if (zkl_names_session_of(b, session) && dl_follow(s, w, b, session))
+				return true;
+		}
 	s->depth--;
 	return false;
 }

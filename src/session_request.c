@@ -336,21 +336,19 @@ session_new_op(ZklOpKind kind)
 
 /*
  * Account for the send of an op.  One the library refused because the
- * connection or the session is gone is answered at once with that code, so
- * that callers treat it as they treat such an answer; any other refusal is
- * freed, and raised.
+ * session is gone (an expired handle says ZINVALIDSTATE) is answered at
+ * once with that code, so that callers treat it as they treat such an
+ * answer; any other refusal is freed, and raised.
  */
 static ZklOp *
 session_sent(ZklOp *op, int rc, const char *what, const char *path)
 {
-	ZklRc		zrc = session_rc(rc);
-
 	if (rc == ZOK)
 		return op;
 	pthread_mutex_lock(&zkl_shared.mu);
 	zkl_shared.requests_out--;
 	op->rc = rc;
-	op->done = zrc == ZKL_RC_CONNECTION_LOST || zrc == ZKL_RC_SESSION_LOST;
+	op->done = session_rc(rc) == ZKL_RC_SESSION_LOST;
 	pthread_mutex_unlock(&zkl_shared.mu);
 	if (op->done)
 		return op;
@@ -703,9 +701,10 @@ zkl_session_raise(ZklOp *op, const char *what, const char *path)
 					(errcode(ERRCODE_CONNECTION_EXCEPTION),
 					 errmsg("ZooKeeper session ended before the %s request for \"%s\" was answered",
 							what, path),
-					 errdetail("The ensemble expired or closed this backend's session (%s).",
+					 errdetail("The ensemble expired, closed or moved this backend's session (%s).",
 							   zerror(op->rc)),
-					 errhint("The next zklock call opens a new session.")));
+					 op->rc != ZSESSIONMOVED ?
+					 errhint("The next zklock call opens a new session.") : 0));
 			break;
 		case ZKL_RC_DENIED:
 			ereport(ERROR,

@@ -253,6 +253,42 @@ is(leases('g'), 0, 'the holder released');
 	$b->quit;
 }
 
+# A lease wait ends with any one release: a cycle through one holder's
+# lease is no deadlock while another holder, who waits for nothing, can
+# still let its lease go.  w holds a lock a waits for, and waits for a
+# lease of two held by a and c.
+{
+	my $a = waiter($east);
+	my $c = waiter($west);
+	my $w = waiter($north);
+	my ($apid, $wpid) = (backend_pid($a), backend_pid($w));
+	$a->query_safe("SELECT zk_semaphore('dl-or', 2)");
+	$c->query_safe("SELECT zk_semaphore('dl-or', 2)");
+	$w->query_safe("SELECT zk_lock('dl-or-x')");
+	start_wait($a, "SELECT zk_lock('dl-or-x')");
+	start_wait($w, "SELECT zk_semaphore('dl-or', 2)");
+	ok( poll_until(
+			sub {
+				$east->safe_psql('postgres',
+					"SELECT count(DISTINCT waiter_pid) FROM zk_lock_waits() WHERE waiter_pid IN ($apid, $wpid)"
+				) eq '2';
+			},
+			30),
+		'a and w wait past deadlock_timeout (their searches have run)');
+	ok(!poll_until(sub { !in_call($east, $apid) || !in_call($north, $wpid) }, 5),
+		'neither is taken for a deadlock victim over the next searches');
+	$c->query_safe("SELECT zk_semaphore_release('dl-or')");
+	ok(poll_until(sub { !in_call($north, $wpid) }, 30), 'c lets its lease go: w gets one');
+	my ($wout, $werr) = finish_wait($w);
+	is($werr, '', 'without an error');
+	$w->query_safe("SELECT zk_unlock('dl-or-x')");
+	ok(poll_until(sub { !in_call($east, $apid) }, 30), 'w lets the lock go: a gets it');
+	my ($aout, $aerr) = finish_wait($a);
+	is($aerr, '', 'without an error');
+	$_->query_safe("SELECT zk_unlock_all(), zk_semaphore_release_all()") for $a, $c, $w;
+	$_->quit for $a, $c, $w;
+}
+
 # A backend that holds every lease and asks for one more would wait for
 # itself: 40P01 at once, nothing left behind; a try form just says false.
 {

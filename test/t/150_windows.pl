@@ -67,10 +67,11 @@ like($gv->cmd("break session_new_op\ncommands\nsilent\nset \$made = \$made + 1\n
 like($gv->cmd("break session_free_op\ncommands\nsilent\nset \$freed = \$freed + 1\ncontinue\nend") // '',
 	qr/Breakpoint 2 at/, 'and freed');
 $gv->cmd('continue &');
-my $count = sub {
-	my ($out) = @_;
-	my ($n) = ($gv->cmd("print \$$out", 10) // '') =~ /= (\d+)/;
-	return $n // -1;
+# The two counts, or () when gdb did not answer with both.
+my $counts = sub {
+	my ($made) = ($gv->cmd('print $made', 10) // '') =~ /= (\d+)/;
+	my ($freed) = ($gv->cmd('print $freed', 10) // '') =~ /= (\d+)/;
+	return defined $made && defined $freed ? ($made, $freed) : ();
 };
 my $gets = $proxy->requests('get');
 $proxy->mode('delay:2500');
@@ -80,7 +81,8 @@ ok(poll_until(sub { $proxy->requests('get') > $gets }, 30),
 $node->safe_psql('postgres', "SELECT pg_cancel_backend($vpid)");
 my ($out, $err) = finish_wait($v);
 like($err, qr/canceling statement due to user request/, 'the waiter is cancelled');
-cmp_ok($count->('made') - $count->('freed'), '>', 0,
+my @n = $counts->();
+ok(@n && $n[0] > $n[1],
 	'a request object is still out (the watch\'s answer is held back)');
 $proxy->mode('pass');
 ok( poll_until(
@@ -90,9 +92,14 @@ ok( poll_until(
 		},
 		30),
 	'the late answer has come: the waiter\'s node and watch are gone');
-ok(poll_until(sub { $count->('made') == $count->('freed') }, 15),
+ok( poll_until(
+		sub {
+			my @c = $counts->();
+			return @c && $c[0] > 0 && $c[0] == $c[1];
+		},
+		15),
 	'every request object made is freed')
-  or diag('made ' . $count->('made') . ', freed ' . $count->('freed'));
+  or diag('made, freed: ' . join(', ', $counts->()));
 $gv->detach;
 $h->query_safe("SELECT zk_unlock('cancel-watch')");
 is($v->query_safe("SELECT zk_try_lock('cancel-watch')"), 't', 'the session works on');
@@ -144,49 +151,74 @@ my @allocators = (sort(keys %first_arg),
 	qw(MemoryContextAlloc MemoryContextAllocZero MemoryContextAllocZeroAligned
 	  MemoryContextAllocExtended MemoryContextAllocHuge repalloc repalloc_huge));
 
-# Run $sql in $s with its k-th allocation in the window failed.  Returns
-# the allocator that failed, '' when the window had fewer allocations, or
-# undef when gdb lost its way.
+# Run $sql in $s with the k-th allocation of a window failed: from where
+# $recipe_fn returns the lock (or, with $from_entry, from the entry of
+# $lockset_fn) to where $lockset_fn returns to its SQL function.  Returns
+# the allocator that failed, '' when the window ended first, or undef when
+# gdb did not do each step as planned (the output goes to the log).
 sub fail_allocation
 {
-	my ($s, $sql, $recipe_fn, $lockset_fn, $k) = @_;
+	my ($s, $sql, $recipe_fn, $lockset_fn, $k, $from_entry) = @_;
 	my $d = ZkGdb->attach(backend_pid($s)) or return undef;
-	$d->cmd("break $recipe_fn");
-	$d->cmd('continue &');
-	start_wait($s, $sql);
-	my $fn;
-	if ($d->wait_for(qr/Breakpoint 1, $recipe_fn/, 30)
-		&& ($d->cmd('finish', 60) // '') =~ /Value returned is .*(ZKL_ACQUIRED|true)/)
-	{
+	my $start = $from_entry ? $lockset_fn : $recipe_fn;
+	my $fn = eval {
+		die "no breakpoint\n"
+		  unless ($d->cmd("break $start") // '') =~ /Breakpoint 1 at/;
+		$d->cmd('continue &');
+		start_wait($s, $sql);
+		die "$start not reached\n"
+		  unless $d->wait_for(qr/Breakpoint 1, (0x\S+ in )?\Q$start\E /, 30);
+		die "$recipe_fn did not return the lock\n"
+		  unless $from_entry
+		  || ($d->cmd('finish', 60) // '') =~ /Value returned is .*(ZKL_ACQUIRED|true)/;
 		$d->cmd('delete');
 		# Where the lock set returns to its SQL function: the window's end.
-		$d->cmd("frame function $lockset_fn");
-		$d->cmd('up');
-		$d->cmd('tbreak *$pc');
+		die "no frame of $lockset_fn\n"
+		  unless ($d->cmd("frame function $lockset_fn") // '') =~ /\Q$lockset_fn\E/;
+		my ($caller) = ($d->cmd('up') // '') =~ /^#\d+\s+(?:0x\S+ in )?(\w+) /m;
+		die "no caller of $lockset_fn\n" unless defined $caller;
+		die "no breakpoint at the return\n"
+		  unless ($d->cmd('tbreak *$pc') // '') =~ /Temporary breakpoint \d+ at/;
 		$d->cmd('set $n = 0');
 		for my $f (@allocators)
 		{
-			next unless ($d->cmd("break *$f") // '') =~ /Breakpoint \d+ at/;
+			die "no breakpoint on $f\n"
+			  unless ($d->cmd("break *$f") // '') =~ /Breakpoint \d+ at/;
 			$d->cmd("commands\nsilent\nset \$n = \$n + 1\nif \$n < $k\ncontinue\nend\nend");
 		}
-		$d->cmd('continue', 60);
-		($fn) = ($d->cmd('info symbol $pc') // '') =~ /^(\w+)/m;
-		if (defined $fn && grep { $_ eq $fn } @allocators)
+		my $stop = $d->cmd('continue', 60) // '';
+		my ($at) = ($d->cmd('info symbol $pc') // '') =~ /^(\w+)/m;
+		die "stopped nowhere known\n" unless defined $at;
+		if (grep { $_ eq $at } @allocators)
 		{
-			diag("allocation $k after $recipe_fn: " . ($d->cmd('bt 3') // ''));
-			$d->cmd($first_arg{$fn} ? 'set $rdi = 0xffffffffffffff00' : 'set $rsi = 0xffffffffffffff00');
+			diag("allocation $k after $start: " . ($d->cmd('bt 3') // ''));
+			$d->cmd($first_arg{$at} ? 'set $rdi = 0xffffffffffffff00' : 'set $rsi = 0xffffffffffffff00');
+			return $at;
 		}
-		elsif (defined $fn)
-		{
-			$fn = '';
-		}
-	}
-	diag($d->output) unless defined $fn;
+		die "stopped in $at, not at the return to $caller\n"
+		  unless $at eq $caller && $stop =~ /Temporary breakpoint \d+, /;
+		'';
+	};
+	diag("gdb: $@" . $d->output) unless defined $fn;
 	$d->detach;
 	return $fn;
 }
 
 my $c = session(0);
+
+# The control: from the lock set's entry the window does allocate (the
+# entry, its node buffer), so the machinery must catch and fail one, and
+# the lock must not be taken.
+{
+	my $fn = fail_allocation($c, "SELECT zk_xact_lock('alloc-control')", 'zkl_recipe_acquire',
+		'zkl_lockset_acquire', 1, 1);
+	my ($out, $err) = finish_wait($c);
+	ok(defined $fn && $fn ne '', 'control: the first allocation in the lock set is caught')
+	  or diag('got ' . ($fn // 'undef'));
+	like($err, qr/invalid memory alloc request size/, 'control: and fails the statement');
+	is(zk_count($zk, '/zklock/alloc-control'), 0, 'control: before any node is made');
+}
+
 for my $case (
 	[ 'transaction lock', "SELECT zk_xact_lock('alloc-xact')", '/zklock/alloc-xact',
 		'zkl_recipe_acquire', 'zkl_lockset_acquire', 'SELECT zk_unlock_all()' ],

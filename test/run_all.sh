@@ -69,6 +69,12 @@ for t in test/t/*.pl; do
 	nok=$(echo "$out" | grep -cE '^not ok [0-9]')
 	echo "$t: $ok ok, $nok not ok"
 	echo "$out" | grep -qE '^Result: PASS' || [ "$nok" -gt 0 ] || nok=1
+	# As root everything a test needs can be had (the DNS jail, ptrace for
+	# gdb): a file that skips as a whole there has tested nothing.
+	if [ "$(id -u)" -eq 0 ] && echo "$out" | grep -qE '^1\.\.0 # SKIP'; then
+		echo "$t: skipped as root, counted as a failure"
+		nok=$((nok + 1))
+	fi
 	count "$ok" "$nok"
 	[ "$nok" -gt 0 ] && ls tmp_check/log 2>/dev/null | head -n 20
 done

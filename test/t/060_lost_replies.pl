@@ -198,7 +198,7 @@ ok( poll_until(
 			  && zk_count($zk, '/zklock/exit-swallow-xact') == 0;
 		},
 		40),
-	'its locks go with its session');
+	'its locks are gone once the ensemble is heard again');
 
 $proxy->stop;
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);

@@ -293,13 +293,15 @@ is(leases('g'), 0, 'the holder released');
 # itself: 40P01 at once, nothing left behind; a try form just says false.
 {
 	my $s = waiter($east);
+	# A search would find it only after deadlock_timeout: make that long.
+	$s->query_safe("SET deadlock_timeout = '30s'");
 	$s->query_safe("SELECT zk_semaphore('self', 2)");
 	$s->query_safe("SELECT zk_semaphore('self', 2)");
 	my $t0 = time;
 	like(sql_err($s, "SELECT zk_semaphore('self', 2)"),
 		qr/ERROR:  deadlock detected\nDETAIL:  This backend holds 2 leases of "[^"]*" itself/,
 		'asking for a third lease of two held: 40P01');
-	ok(time - $t0 < 5, 'at once, not after deadlock_timeout');
+	ok(time - $t0 < 5, 'at once, not after the 30 s deadlock_timeout');
 	is(leases('self') . '/' . queued('self'), '2/0', 'and no node is left');
 	is($s->query_safe("SELECT zk_try_semaphore('self', 2)"), 'f', 'the try form says false');
 	is($s->query_safe("SELECT zk_try_semaphore('self', 3)"), 't',

@@ -115,25 +115,30 @@ recipe_raise_expired(ZklRecipe *r)
 			 errdetail("The ensemble did not answer for longer than the session timeout.")));
 }
 
-/* Refuse a lock directory in which another identity may delete our node. */
-static void
-recipe_check_acl(ZklRecipe *r)
+/*
+ * Refuse a directory of ours in which another identity may delete our
+ * node: *acl is the answer to zkl_session_get_acl(dir) (NULL without
+ * zklock.auth), let go here.  The lock and the semaphore recipes send it
+ * with their create.
+ */
+void
+zkl_recipe_check_acl(ZklOp **acl, const char *dir)
 {
 	ZklRc		rc;
 	char	   *problem;
 
-	if (r->acl == NULL)
+	if (*acl == NULL)
 		return;
-	rc = zkl_session_answer(r->acl);
+	rc = zkl_session_answer(*acl);
 	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
-		zkl_session_raise(r->acl, "get ACL", r->dir);
-	problem = rc == ZKL_RC_OK ? zkl_session_op_acl_problem(r->acl) : NULL;
-	recipe_drop(&r->acl);
+		zkl_session_raise(*acl, "get ACL", dir);
+	problem = rc == ZKL_RC_OK ? zkl_session_op_acl_problem(*acl) : NULL;
+	recipe_drop(acl);
 	if (problem != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("ZooKeeper lock directory \"%s\" is not protected by zklock.auth",
-						r->dir),
+						dir),
 				 errdetail("Its ACL says %s, so another ZooKeeper identity could delete a lock holder's node.",
 						   problem),
 				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity in zklock.auth.")));
@@ -172,7 +177,7 @@ recipe_enqueue(ZklRecipe *r)
 		zkl_session_raise(r->create, "create", path);
 	r->node = zkl_session_op_take_node(r->create, &r->token);
 	recipe_drop(&r->create);
-	recipe_check_acl(r);
+	zkl_recipe_check_acl(&r->acl, r->dir);
 	return RS_DECIDE;
 }
 

@@ -55,6 +55,7 @@ extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir, const char *data,
 										   TimestampTz deadline, char **node,
 										   int64 *token);
 extern void zkl_recipe_create_dirs(const char *dir, ZklOp **ops, int *nops);
+extern void zkl_recipe_check_acl(ZklOp **acl, const char *dir);
 extern List *zkl_recipe_queue(const char *dir);
 
 /* semaphore.c */

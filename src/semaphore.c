@@ -69,6 +69,7 @@ typedef struct ZklSem
 	/* requests under way: all let go on every way out */
 	ZklOp	   *create;
 	ZklOp	   *list;
+	ZklOp	   *acl;			/* with zklock.auth: the leases' ACL */
 	ZklOp	   *dirs[ZKL_DIR_MAX_DEPTH];
 	int			ndirs;
 	bool		watched;		/* a child watch of ours may be set */
@@ -121,24 +122,21 @@ sem_create(ZklSem *s)
 	path = psprintf("%s/%s%s", s->leases, prefix, ZKL_LEASE_NAME);
 	s->create = zkl_session_create_node(path, s->data, s->leases, prefix);
 	s->list = zkl_session_children(s->leases);
+	s->acl = zkl_session_get_acl(s->leases);
 	rc = zkl_session_answer(s->create);
-	if (rc == ZKL_RC_NO_NODE)
+	if (rc == ZKL_RC_NO_NODE || rc == ZKL_RC_CONNECTION_LOST)
 	{
+		/* Unclaimed, a lost create sweeps its uuid if the node shows up. */
 		sem_drop(&s->create);
 		sem_drop(&s->list);
-		return SS_MAKE_DIRS;
-	}
-	if (rc == ZKL_RC_CONNECTION_LOST)
-	{
-		/* Unclaimed, the create sweeps its uuid if the node shows up. */
-		sem_drop(&s->create);
-		sem_drop(&s->list);
-		return SS_RECONNECT;
+		sem_drop(&s->acl);
+		return rc == ZKL_RC_NO_NODE ? SS_MAKE_DIRS : SS_RECONNECT;
 	}
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(s->create, "create", path);
 	s->node = zkl_session_op_take_node(s->create, &s->token);
 	sem_drop(&s->create);
+	zkl_recipe_check_acl(&s->acl, s->leases);
 	return SS_DECIDE;
 }
 
@@ -326,6 +324,7 @@ sem_leave(ZklSem *s)
 {
 	sem_drop(&s->create);
 	sem_drop(&s->list);
+	sem_drop(&s->acl);
 	for (int i = 0; i < s->ndirs; i++)
 		sem_drop(&s->dirs[i]);
 	s->ndirs = 0;

@@ -110,6 +110,22 @@ ok($node->safe_psql('postgres',
 	"SET zklock.root = '/open-area'; SELECT zk_lock('open-dir', '5s')") > 0,
 	'... zklock recreates it and locks');
 
+# The same for a semaphore's leases directory, whose nodes the limit counts.
+is(zkq($hosts, 'create', '/open-area/open-sem/leases'), 'created',
+	'an anonymous client pre-creates a semaphore\'s leases directory');
+$node->psql('postgres', "SET zklock.root = '/open-area'; SELECT zk_semaphore('open-sem', 2, '5s')",
+	stderr => \$stderr, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($stderr,
+	qr/ERROR:  55000: ZooKeeper lock directory "\/open-area\/open-sem\/leases" is not protected by zklock.auth/,
+	'the semaphore is refused with SQLSTATE 55000 naming the leases directory');
+ok( poll_until(
+		sub {
+			zk_count($zk, '/open-area/open-sem/leases') == 0
+			  && zk_count($zk, '/open-area/open-sem/locks') == 0;
+		},
+		15),
+	'and neither a lease nor a mutex node is left');
+
 # An open root or chroot is harmless: zklock creates each lock directory
 # itself, with its own ACL, so the holder's node cannot be deleted.
 my $chrooted = zk_cluster('chrooted', $zk, preload => 1,

@@ -417,62 +417,83 @@ recipe_reconnect(ZklRecipe *r)
 }
 
 /*
- * The reply to our create was lost.  After the reconnect, list the
- * directory: a child carrying this create's uuid is our node if its
- * ephemeral owner is our session; adopt it.  Otherwise the create never
- * happened: send it again under a new uuid.
+ * The reply to a create in dir was lost, *create (unclaimed) still held.
+ * After the reconnect, list dir: a child carrying the create's prefix is
+ * our node if its ephemeral owner is our session; claim and adopt it (and,
+ * with zklock.auth, check dir's ACL, sent with the stat).  ZKL_RC_OK: it
+ * is *node, its czxid *token; ZKL_RC_CONNECTION_LOST: look again after the
+ * next reconnect; anything else: the create never happened, and *create is
+ * let go (it sweeps its prefix should the node show up after all).  The
+ * requests live in the caller's slots, so its give-up frees them; the lock
+ * and the semaphore recipes share this.
  */
-static ZklRecipeState
-recipe_find_own(ZklRecipe *r)
+ZklRc
+zkl_recipe_find_own(const char *dir, const char *prefix, ZklOp **create,
+					ZklOp **list, ZklOp **stat, ZklOp **acl, char **node,
+					int64 *token)
 {
 	char	  **names;
 	int			n;
 	ZklRc		rc;
 	char	   *found = NULL;
 	int64		czxid;
+	int64		unused;
 
-	r->list = zkl_session_children(r->dir);
-	rc = zkl_session_answer(r->list);
+	*list = zkl_session_children(dir);
+	rc = zkl_session_answer(*list);
 	if (rc == ZKL_RC_CONNECTION_LOST)
 	{
-		recipe_drop(&r->list);
-		return RS_RECONNECT;
+		recipe_drop(list);
+		return rc;
 	}
-	n = rc == ZKL_RC_OK ? zkl_session_op_children(r->list, &names) : 0;
+	n = rc == ZKL_RC_OK ? zkl_session_op_children(*list, &names) : 0;
 	for (int i = 0; i < n; i++)
-		if (strncmp(names[i], r->prefix, strlen(r->prefix)) == 0)
-			found = psprintf("%s/%s", r->dir, names[i]);
-	recipe_drop(&r->list);
+		if (strncmp(names[i], prefix, strlen(prefix)) == 0)
+			found = psprintf("%s/%s", dir, names[i]);
+	recipe_drop(list);
 	if (found == NULL)
 	{
-		/* Not there: the unclaimed create sweeps its uuid, if it shows up. */
-		recipe_drop(&r->create);
-		return RS_ENQUEUE;
+		recipe_drop(create);
+		return ZKL_RC_NO_NODE;
 	}
 
-	r->stat = zkl_session_stat(found);
-	rc = zkl_session_answer(r->stat);
+	*stat = zkl_session_stat(found);
+	*acl = zkl_session_get_acl(dir);
+	rc = zkl_session_answer(*stat);
 	if (rc == ZKL_RC_CONNECTION_LOST)
 	{
-		recipe_drop(&r->stat);
-		return RS_RECONNECT;
+		recipe_drop(stat);
+		recipe_drop(acl);
+		return rc;
 	}
-	if (rc == ZKL_RC_OK && zkl_session_op_owned(r->stat, &czxid))
+	if (rc != ZKL_RC_OK || !zkl_session_op_owned(*stat, &czxid))
 	{
-		/* Ours: claim it so that letting go of the create keeps it. */
-		int64		unused;
-
-		recipe_drop(&r->stat);
-		(void) zkl_session_op_take_node(r->create, &unused);
-		recipe_drop(&r->create);
-		r->node = found;
-		r->token = czxid;
-		zkl_session_adopt_node(found);
-		return RS_LIST;
+		recipe_drop(stat);
+		recipe_drop(acl);
+		recipe_drop(create);
+		return ZKL_RC_NO_NODE;
 	}
-	recipe_drop(&r->stat);
-	recipe_drop(&r->create);
-	return RS_ENQUEUE;
+	/* Ours: claim it so that letting go of the create keeps it. */
+	recipe_drop(stat);
+	(void) zkl_session_op_take_node(*create, &unused);
+	recipe_drop(create);
+	*node = found;
+	*token = czxid;
+	zkl_session_adopt_node(found);
+	zkl_recipe_check_acl(acl, dir);
+	return ZKL_RC_OK;
+}
+
+static ZklRecipeState
+recipe_find_own(ZklRecipe *r)
+{
+	ZklRc		rc = zkl_recipe_find_own(r->dir, r->prefix, &r->create,
+										 &r->list, &r->stat, &r->acl,
+										 &r->node, &r->token);
+
+	if (rc == ZKL_RC_OK)
+		return RS_LIST;
+	return rc == ZKL_RC_CONNECTION_LOST ? RS_RECONNECT : RS_ENQUEUE;
 }
 
 /*

@@ -56,6 +56,9 @@ extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir, const char *data,
 										   int64 *token);
 extern void zkl_recipe_create_dirs(const char *dir, ZklOp **ops, int *nops);
 extern void zkl_recipe_check_acl(ZklOp **acl, const char *dir);
+extern ZklRc zkl_recipe_find_own(const char *dir, const char *prefix,
+								 ZklOp **create, ZklOp **list, ZklOp **stat,
+								 ZklOp **acl, char **node, int64 *token);
 extern List *zkl_recipe_queue(const char *dir);
 
 /* semaphore.c */

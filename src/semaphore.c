@@ -51,6 +51,7 @@ typedef enum ZklSemState
 	SS_WATCH,					/* list again with a child watch */
 	SS_WAIT,					/* wait for a lease to go */
 	SS_RECONNECT,				/* connection lost: prove, then look again */
+	SS_FIND_OWN,				/* create reply lost: look for our lease */
 	SS_HELD,
 	SS_TIMED_OUT
 } ZklSemState;
@@ -70,6 +71,8 @@ typedef struct ZklSem
 	ZklOp	   *create;
 	ZklOp	   *list;
 	ZklOp	   *acl;			/* with zklock.auth: the leases' ACL */
+	ZklOp	   *stat;			/* a lost create: its node's owner */
+	char	   *prefix;			/* name prefix of our lease's create */
 	ZklOp	   *dirs[ZKL_DIR_MAX_DEPTH];
 	int			ndirs;
 	bool		watched;		/* a child watch of ours may be set */
@@ -113,21 +116,21 @@ static ZklSemState
 sem_create(ZklSem *s)
 {
 	char		uuid[ZKL_UUID_LEN + 1];
-	char	   *prefix;
 	char	   *path;
 	ZklRc		rc;
 
 	zkl_session_next_uuid(uuid);
-	prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
-	path = psprintf("%s/%s%s", s->leases, prefix, ZKL_LEASE_NAME);
-	s->create = zkl_session_create_node(path, s->data, s->leases, prefix);
+	s->prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
+	path = psprintf("%s/%s%s", s->leases, s->prefix, ZKL_LEASE_NAME);
+	s->create = zkl_session_create_node(path, s->data, s->leases, s->prefix);
 	s->list = zkl_session_children(s->leases);
 	s->acl = zkl_session_get_acl(s->leases);
 	rc = zkl_session_answer(s->create);
 	if (rc == ZKL_RC_NO_NODE || rc == ZKL_RC_CONNECTION_LOST)
 	{
-		/* Unclaimed, a lost create sweeps its uuid if the node shows up. */
-		sem_drop(&s->create);
+		/* A lost reply: the lease may exist; never create twice. */
+		if (rc == ZKL_RC_NO_NODE)
+			sem_drop(&s->create);
 		sem_drop(&s->list);
 		sem_drop(&s->acl);
 		return rc == ZKL_RC_NO_NODE ? SS_MAKE_DIRS : SS_RECONNECT;
@@ -286,6 +289,22 @@ sem_reconnect(ZklSem *s)
 						s->leases),
 				 errdetail("The ensemble did not answer before the timeout; whether the semaphore is full is unknown.")));
 	if (s->node == NULL)
+		return s->create ? SS_FIND_OWN : SS_CREATE;
+	s->list = zkl_session_children(s->leases);
+	return SS_DECIDE;
+}
+
+/* The reply to our lease's create was lost: adopt the lease if it is there. */
+static ZklSemState
+sem_find_own(ZklSem *s)
+{
+	ZklRc		rc = zkl_recipe_find_own(s->leases, s->prefix, &s->create,
+										 &s->list, &s->stat, &s->acl,
+										 &s->node, &s->token);
+
+	if (rc == ZKL_RC_CONNECTION_LOST)
+		return SS_RECONNECT;
+	if (rc != ZKL_RC_OK)
 		return SS_CREATE;
 	s->list = zkl_session_children(s->leases);
 	return SS_DECIDE;
@@ -308,6 +327,8 @@ sem_step(ZklSem *s, ZklSemState state)
 			return sem_wait(s);
 		case SS_RECONNECT:
 			return sem_reconnect(s);
+		case SS_FIND_OWN:
+			return sem_find_own(s);
 		case SS_HELD:
 		case SS_TIMED_OUT:
 			break;
@@ -325,6 +346,7 @@ sem_leave(ZklSem *s)
 	sem_drop(&s->create);
 	sem_drop(&s->list);
 	sem_drop(&s->acl);
+	sem_drop(&s->stat);
 	for (int i = 0; i < s->ndirs; i++)
 		sem_drop(&s->dirs[i]);
 	s->ndirs = 0;

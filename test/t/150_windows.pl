@@ -260,6 +260,44 @@ for my $case (
 	ok($k <= 10, "$what: the window ends within 10 allocations");
 }
 
+# --- the reply to a semaphore's lease create is lost: the lease is found
+# again and adopted, never created twice.  gdb holds the backend where it
+# sends the lease create (the mutex held by then), so that the proxy
+# swallows exactly that reply.
+{
+	my $l = session(1, '20s');
+	my $lpid = backend_pid($l);
+	# Its directories made beforehand: the swallowed reply is the lease's.
+	$l->query_safe("SELECT zk_semaphore('sem-reply', 2), zk_semaphore_release_all()");
+	ok(poll_until(sub { zk_count($zk, '/zklock/sem-reply/leases') == 0 }, 15),
+		'lost lease reply: the semaphore\'s directories are there, no lease');
+	my $d = ZkGdb->attach($lpid);
+	ok($d, 'lost lease reply: gdb attached');
+	like($d->cmd('break sem_create') // '', qr/Breakpoint 1 at/,
+		'lost lease reply: a breakpoint where the lease create is sent');
+	$d->cmd('continue &');
+	start_wait($l, "SELECT zk_semaphore('sem-reply', 2)");
+	ok($d->wait_for(qr/Breakpoint 1, (0x\S+ in )?sem_create /, 30),
+		'lost lease reply: the mutex is held, the lease create about to go')
+	  or diag($d->output);
+	$proxy->mode('swallow');
+	$d->detach;
+	ok(poll_until(sub { zk_count($zk, '/zklock/sem-reply/leases') == 1 }, 30),
+		'lost lease reply: the server made the lease, its reply swallowed');
+	my @before = zk_children($zk, '/zklock/sem-reply/leases');
+	$proxy->mode('cut');
+	ok(poll_until(sub { is_waiting($node, $lpid) }, 30), 'lost lease reply: waits through the cut');
+	$proxy->mode('pass');
+	ok(poll_until(sub { !in_call($node, $lpid) }, 30), 'lost lease reply: the call returns');
+	my ($out, $err) = finish_wait($l);
+	is($err, '', 'lost lease reply: with the lease');
+	is_deeply([ zk_children($zk, '/zklock/sem-reply/leases') ], \@before,
+		'lost lease reply: still the one lease: no second create');
+	like($l->query_safe("SELECT node FROM zk_locks WHERE mode = 'lease'"),
+		qr{/\Q$before[0]\E$}, 'lost lease reply: the lease made before the cut is the one held');
+	$l->query_safe("SELECT zk_semaphore_release_all()");
+}
+
 $proxy->stop;
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);
 done_testing();

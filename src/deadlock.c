@@ -48,10 +48,12 @@
 
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "guc.h"
 #include "owner.h"
@@ -607,8 +609,8 @@ dl_search(DlSearch *s, DlWaiter *me)
  * waiting node's path, owner its owner record.  Returns the entry's path
  * (to release when the wait ends) and leaves the create under way in *op.
  */
-char *
-zkl_deadlock_publish(const char *dir, const char *node, const char *owner,
+static char *
+dl_publish(const char *dir, const char *node, const char *owner,
 					 int max_leases, ZklOp **mkdir, ZklOp **op)
 {
 	const char *child = strrchr(node, '/') + 1;
@@ -636,8 +638,8 @@ zkl_deadlock_publish(const char *dir, const char *node, const char *owner,
  * the search itself (a connection lost meanwhile) find nothing: the wait
  * deals with them.
  */
-void
-zkl_deadlock_check(const char *dir, const char *node, int max_leases)
+static void
+dl_check(const char *dir, const char *node, int max_leases)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext cxt = AllocSetContextCreate(outer, "zklock deadlock search",
@@ -679,6 +681,64 @@ zkl_deadlock_check(const char *dir, const char *node, int max_leases)
 				 errmsg("deadlock detected"),
 				 errdetail_internal("%s", detail),
 				 errhint("Take ZooKeeper locks in one order everywhere, or give the waits a timeout.")));
+}
+
+/*
+ * The deadlock side of a wait (the lock recipe's and a lease's alike):
+ * after deadlock_timeout, publish the wait (once) and search for a cycle
+ * through it, then again after 2, 4, 8 and from then on every 16
+ * deadlock_timeouts (waits shorter than deadlock_timeout never search).
+ * The member whose wait closes a cycle finds it at its first search; the
+ * later ones cover members that searched at the same instant.
+ */
+void
+zkl_deadlock_wait_start(ZklDeadlockWait *w)
+{
+	if (DeadlockTimeout > 0)
+		w->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													DeadlockTimeout);
+}
+
+/* How long to wait: to the deadline, or to the next search (*search). */
+TimestampTz
+zkl_deadlock_wait_until(const ZklDeadlockWait *w, TimestampTz deadline,
+						bool *search)
+{
+	*search = w->next_check != 0 && (deadline == 0 || w->next_check < deadline);
+	return *search ? w->next_check : deadline;
+}
+
+/* The search is due: publish the wait once, search, set the next one. */
+void
+zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
+						 const char *node, const char *owner, int max_leases)
+{
+	if (w->entry == NULL)
+	{
+		w->entry = dl_publish(dir, node, owner, max_leases, &w->publish_dir,
+							  &w->publish);
+		(void) zkl_session_answer(w->publish_dir);
+		(void) zkl_session_answer(w->publish);
+		zkl_session_op_free(w->publish_dir);
+		zkl_session_op_free(w->publish);
+		w->publish_dir = w->publish = NULL;
+	}
+	dl_check(dir, node, max_leases);
+	w->checks = Min(w->checks + 1, 4);
+	w->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												(int64) DeadlockTimeout << w->checks);
+}
+
+/* The wait is over, however: let go of its requests and its entry. */
+void
+zkl_deadlock_wait_end(ZklDeadlockWait *w)
+{
+	zkl_session_op_free(w->publish_dir);
+	zkl_session_op_free(w->publish);
+	w->publish_dir = w->publish = NULL;
+	if (w->entry)
+		zkl_session_release(w->entry);
+	w->entry = NULL;
 }
 
 /*

@@ -31,7 +31,6 @@
 
 #include <string.h>
 
-#include "storage/proc.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -78,11 +77,7 @@ typedef struct ZklRecipe
 	char	   *watched;		/* node we wait for (and may watch) */
 	bool		handoff;		/* its deletion alone hands us the lock */
 	ZklWatchMark mark;			/* notification counts when it was watched */
-	TimestampTz next_check;		/* next deadlock search, 0: none */
-	int			checks;			/* searches so far, up to 4 (the back-off) */
-	char	   *wait_entry;		/* our published wait, once sent */
-	ZklOp	   *publish_dir;
-	ZklOp	   *publish;
+	ZklDeadlockWait dl;			/* deadlock search and wait entry */
 } ZklRecipe;
 
 /* Let go of a request (session.c cleans up after it) and clear the slot. */
@@ -496,43 +491,13 @@ recipe_find_own(ZklRecipe *r)
 	return rc == ZKL_RC_CONNECTION_LOST ? RS_RECONNECT : RS_ENQUEUE;
 }
 
-/*
- * A wait has lasted another deadlock_timeout: publish it (once), then look
- * for a cycle through it; raises 40P01 if this backend is to end it.
- */
-static void
-recipe_check_deadlock(ZklRecipe *r)
-{
-	if (r->wait_entry == NULL)
-	{
-		r->wait_entry = zkl_deadlock_publish(r->dir, r->node, r->data, 0,
-											 &r->publish_dir, &r->publish);
-		(void) zkl_session_answer(r->publish_dir);
-		(void) zkl_session_answer(r->publish);
-		recipe_drop(&r->publish_dir);
-		recipe_drop(&r->publish);
-	}
-	zkl_deadlock_check(r->dir, r->node, 0);
-}
-
-/*
- * Wait for the watch, in slices: after deadlock_timeout, search for a
- * deadlock, then again after 2, 4, 8 and from then on every 16
- * deadlock_timeouts (waits shorter than deadlock_timeout never search).
- * The member whose wait closes a cycle finds it at its first search; the
- * later ones cover members that searched at the same instant.
- */
+/* Wait for the watch, in slices between deadlock searches. */
 static ZklRecipeState
 recipe_wait(ZklRecipe *r)
 {
-	TimestampTz until = r->deadline;
-	bool		check = false;
+	bool		search;
+	TimestampTz until = zkl_deadlock_wait_until(&r->dl, r->deadline, &search);
 
-	if (r->next_check != 0 && (until == 0 || r->next_check < until))
-	{
-		until = r->next_check;
-		check = true;
-	}
 	if (zkl_session_await_watch(&r->mark, until))
 	{
 		/*
@@ -552,13 +517,9 @@ recipe_wait(ZklRecipe *r)
 		}
 		return RS_LIST;
 	}
-	if (!check)
+	if (!search)
 		return RS_TIMED_OUT;
-	recipe_check_deadlock(r);
-	/* A cycle is found by its last member; later checks only back it up. */
-	r->checks = Min(r->checks + 1, 4);
-	r->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												(int64) DeadlockTimeout << r->checks);
+	zkl_deadlock_wait_search(&r->dl, r->dir, r->node, r->data, 0);
 	return RS_WAIT;
 }
 
@@ -585,10 +546,7 @@ recipe_give_up(ZklRecipe *r)
 	for (int i = 0; i < r->nstats; i++)
 		recipe_drop(&r->stats[i]);
 	r->nstats = 0;
-	recipe_drop(&r->publish_dir);
-	recipe_drop(&r->publish);
-	if (r->wait_entry)
-		zkl_session_release(r->wait_entry);
+	zkl_deadlock_wait_end(&r->dl);
 	if (r->watched)
 		zkl_session_unwatch(r->watched);
 	if (r->node)
@@ -644,9 +602,7 @@ recipe_run(const char *dir, bool shared, const char *infix, const char *data,
 	r.data = data;
 	r.deadline = deadline;
 	r.epoch = zkl_session_epoch();
-	if (DeadlockTimeout > 0)
-		r.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   DeadlockTimeout);
+	zkl_deadlock_wait_start(&r.dl);
 
 	PG_TRY();
 	{
@@ -667,8 +623,7 @@ recipe_run(const char *dir, bool shared, const char *infix, const char *data,
 		recipe_give_up(&r);
 		return ZKL_TIMED_OUT;
 	}
-	if (r.wait_entry)
-		zkl_session_release(r.wait_entry);
+	zkl_deadlock_wait_end(&r.dl);
 	*node = r.node;
 	*token = r.token;
 	return ZKL_ACQUIRED;

@@ -67,12 +67,26 @@ extern ZklAcquire zkl_recipe_lease(const char *dir, int max_leases,
 								   char **node, int64 *token);
 extern List *zkl_recipe_semaphore_queue(const char *dir);
 
-/* deadlock.c */
-extern char *zkl_deadlock_publish(const char *dir, const char *node,
-								  const char *owner, int max_leases,
-								  ZklOp **mkdir, ZklOp **op);
-extern void zkl_deadlock_check(const char *dir, const char *node,
-							   int max_leases);
+/*
+ * deadlock.c.  A wait's part in deadlock detection, one per acquisition
+ * (zeroed with it): when to search next, and the wait entry it published.
+ */
+typedef struct ZklDeadlockWait
+{
+	TimestampTz next_check;		/* next search, 0: none */
+	int			checks;			/* searches so far, up to 4 */
+	char	   *entry;			/* our published wait, once sent */
+	ZklOp	   *publish_dir;	/* requests under way: let go on every way out */
+	ZklOp	   *publish;
+} ZklDeadlockWait;
+
+extern void zkl_deadlock_wait_start(ZklDeadlockWait *w);
+extern TimestampTz zkl_deadlock_wait_until(const ZklDeadlockWait *w,
+										   TimestampTz deadline, bool *search);
+extern void zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
+									 const char *node, const char *owner,
+									 int max_leases);
+extern void zkl_deadlock_wait_end(ZklDeadlockWait *w);
 extern List *zkl_deadlock_waits(void);
 
 extern void zkl_recipe_connect(void);

@@ -33,7 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/proc.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
@@ -77,11 +76,7 @@ typedef struct ZklSem
 	int			ndirs;
 	bool		watched;		/* a child watch of ours may be set */
 	ZklWatchMark mark;
-	TimestampTz next_check;		/* next deadlock search, 0: none */
-	int			checks;
-	char	   *wait_entry;
-	ZklOp	   *publish_dir;
-	ZklOp	   *publish;
+	ZklDeadlockWait dl;			/* deadlock search and wait entry */
 } ZklSem;
 
 static void
@@ -239,35 +234,17 @@ sem_watch(ZklSem *s)
 static ZklSemState
 sem_wait(ZklSem *s)
 {
-	TimestampTz until = s->deadline;
-	bool		check = false;
+	bool		search;
+	TimestampTz until = zkl_deadlock_wait_until(&s->dl, s->deadline, &search);
 
-	if (s->next_check != 0 && (until == 0 || s->next_check < until))
-	{
-		until = s->next_check;
-		check = true;
-	}
 	if (zkl_session_await_watch(&s->mark, until))
 	{
 		s->list = zkl_session_children(s->leases);
 		return SS_DECIDE;
 	}
-	if (!check)
+	if (!search)
 		return SS_TIMED_OUT;
-	if (s->wait_entry == NULL)
-	{
-		s->wait_entry = zkl_deadlock_publish(s->leases, s->node, s->data,
-											 s->max, &s->publish_dir,
-											 &s->publish);
-		(void) zkl_session_answer(s->publish_dir);
-		(void) zkl_session_answer(s->publish);
-		sem_drop(&s->publish_dir);
-		sem_drop(&s->publish);
-	}
-	zkl_deadlock_check(s->leases, s->node, s->max);
-	s->checks = Min(s->checks + 1, 4);
-	s->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												(int64) DeadlockTimeout << s->checks);
+	zkl_deadlock_wait_search(&s->dl, s->leases, s->node, s->data, s->max);
 	return SS_WAIT;
 }
 
@@ -350,10 +327,7 @@ sem_leave(ZklSem *s)
 	for (int i = 0; i < s->ndirs; i++)
 		sem_drop(&s->dirs[i]);
 	s->ndirs = 0;
-	sem_drop(&s->publish_dir);
-	sem_drop(&s->publish);
-	if (s->wait_entry)
-		zkl_session_release(s->wait_entry);
+	zkl_deadlock_wait_end(&s->dl);
 	if (s->watched)
 		zkl_session_unwatch_children(s->leases);
 	zkl_session_release(s->mutex);
@@ -384,9 +358,7 @@ zkl_recipe_lease(const char *dir, int max_leases, const char *data,
 		return ZKL_TIMED_OUT;
 	s.mutex = mutex;
 	s.epoch = zkl_session_epoch();
-	if (DeadlockTimeout > 0)
-		s.next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												   DeadlockTimeout);
+	zkl_deadlock_wait_start(&s.dl);
 
 	PG_TRY();
 	{

@@ -38,6 +38,8 @@
 
 /* Bound on re-creating a lock directory that the server keeps removing. */
 #define ZKL_DIR_ATTEMPTS 5
+/* Deepest directory the recipes create parents for. */
+#define ZKL_DIR_MAX_DEPTH 64
 
 
 typedef enum ZklRecipeState
@@ -177,18 +179,16 @@ recipe_enqueue(ZklRecipe *r)
 }
 
 /*
- * Create a lock directory and the directories above it, all in one
- * pipeline: persistent ones down to zklock.root, containers (removed by
- * the server once empty) below it.  The requests live in ops (room for
- * ZKL_DIR_MAX_DEPTH), which the caller lets go on every way out.
+ * Create a directory and the ones above it, all in one pipeline:
+ * persistent ones down to zklock.root, containers (removed by the server
+ * once empty) below it; every answer read.
  */
-void
-zkl_recipe_create_dirs(const char *dir, ZklOp **ops, int *nops)
+static void
+recipe_send_dirs(const char *dir, ZklOp **ops, int *nops)
 {
 	const char *p = dir;
 	size_t		rootlen = strlen(zkl_root);
 
-	*nops = 0;
 	while ((p = strchr(p + 1, '/')) != NULL && *nops < ZKL_DIR_MAX_DEPTH - 1)
 		ops[(*nops)++] = zkl_session_create_dir(pnstrdup(dir, p - dir),
 												(size_t) (p - dir) > rootlen);
@@ -212,24 +212,42 @@ zkl_recipe_create_dirs(const char *dir, ZklOp **ops, int *nops)
 	}
 }
 
-/* The lock directory is missing: create it (bounded: the server may remove it). */
+/*
+ * A directory our node goes in is missing: create it and the ones above
+ * it.  Bounded, since the server may remove a container again before our
+ * node is in it: *attempts counts one acquisition's tries, and what
+ * ("lock directory", "lease directory") names dir in the error.  Every
+ * request is let go on every way out.
+ */
+void
+zkl_recipe_make_dirs(const char *dir, const char *what, int *attempts)
+{
+	ZklOp	  **ops = palloc0(sizeof(ZklOp *) * ZKL_DIR_MAX_DEPTH);
+	int		   *nops = palloc0(sizeof(int));
+
+	if (++*attempts > ZKL_DIR_ATTEMPTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("could not create ZooKeeper %s \"%s\"", what, dir),
+				 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
+	PG_TRY();
+	{
+		recipe_send_dirs(dir, ops, nops);
+	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < *nops; i++)
+			zkl_session_op_free(ops[i]);
+	}
+	PG_END_TRY();
+}
+
 static ZklRecipeState
 recipe_make_dirs(ZklRecipe *r)
 {
 	recipe_drop(&r->list);
 	recipe_drop(&r->acl);
-	if (++r->dir_attempts > ZKL_DIR_ATTEMPTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("could not create ZooKeeper lock directory \"%s\"",
-						r->dir),
-				 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
-
-	r->stats = palloc0(sizeof(ZklOp *) * ZKL_DIR_MAX_DEPTH);
-	zkl_recipe_create_dirs(r->dir, r->stats, &r->nstats);
-	for (int i = 0; i < r->nstats; i++)
-		recipe_drop(&r->stats[i]);
-	r->nstats = 0;
+	zkl_recipe_make_dirs(r->dir, "lock directory", &r->dir_attempts);
 	return RS_ENQUEUE;
 }
 

@@ -22,9 +22,6 @@ typedef enum ZklAcquire
 	ZKL_TIMED_OUT
 } ZklAcquire;
 
-/* Deepest lock directory the recipe creates parents for. */
-#define ZKL_DIR_MAX_DEPTH 64
-
 /* A row of zk_lock_queue() and zk_semaphore_queue(). */
 typedef struct ZklQueueRow
 {
@@ -54,7 +51,8 @@ extern ZklAcquire zkl_recipe_acquire(const char *dir, bool shared,
 extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir, const char *data,
 										   TimestampTz deadline, char **node,
 										   int64 *token);
-extern void zkl_recipe_create_dirs(const char *dir, ZklOp **ops, int *nops);
+extern void zkl_recipe_make_dirs(const char *dir, const char *what,
+								 int *attempts);
 extern void zkl_recipe_check_acl(ZklOp **acl, const char *dir);
 extern ZklRc zkl_recipe_find_own(const char *dir, const char *prefix,
 								 ZklOp **create, ZklOp **list, ZklOp **stat,

@@ -40,7 +40,6 @@
 #include "recipe.h"
 
 #define ZKL_LEASE_NAME "lease-"
-#define ZKL_SEM_ATTEMPTS 5
 
 typedef enum ZklSemState
 {
@@ -72,8 +71,6 @@ typedef struct ZklSem
 	ZklOp	   *acl;			/* with zklock.auth: the leases' ACL */
 	ZklOp	   *stat;			/* a lost create: its node's owner */
 	char	   *prefix;			/* name prefix of our lease's create */
-	ZklOp	   *dirs[ZKL_DIR_MAX_DEPTH];
-	int			ndirs;
 	bool		watched;		/* a child watch of ours may be set */
 	ZklWatchMark mark;
 	ZklDeadlockWait dl;			/* deadlock search and wait entry */
@@ -141,16 +138,7 @@ sem_create(ZklSem *s)
 static ZklSemState
 sem_make_dirs(ZklSem *s)
 {
-	if (++s->attempts > ZKL_SEM_ATTEMPTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("could not create ZooKeeper lease directory \"%s\"",
-						s->leases),
-				 errdetail("It was removed again %d times.", ZKL_SEM_ATTEMPTS)));
-	zkl_recipe_create_dirs(s->leases, s->dirs, &s->ndirs);
-	for (int i = 0; i < s->ndirs; i++)
-		sem_drop(&s->dirs[i]);
-	s->ndirs = 0;
+	zkl_recipe_make_dirs(s->leases, "lease directory", &s->attempts);
 	return SS_CREATE;
 }
 
@@ -324,9 +312,6 @@ sem_leave(ZklSem *s)
 	sem_drop(&s->list);
 	sem_drop(&s->acl);
 	sem_drop(&s->stat);
-	for (int i = 0; i < s->ndirs; i++)
-		sem_drop(&s->dirs[i]);
-	s->ndirs = 0;
 	zkl_deadlock_wait_end(&s->dl);
 	if (s->watched)
 		zkl_session_unwatch_children(s->leases);

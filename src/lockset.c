@@ -483,12 +483,7 @@ zkl_lockset_release(const ZklName *name, bool shared)
 		return false;
 	}
 	if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
-	{
-		lockset_warn_lost(lock);
-		lock->session_holds = 0;
-		lockset_forget_if_unheld(lock);
-		return false;
-	}
+		return lockset_end_session_holds(lock);
 	lock->session_holds--;
 	lockset_forget_if_unheld(lock);
 	return true;

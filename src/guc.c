@@ -6,7 +6,8 @@
  * zklock.hosts and zklock.root are superuser-only: the first decides which
  * ensemble a backend trusts, the second which namespace every cluster of a
  * fleet must agree on.  Timeouts apply to the next session opened.
- * zklock.on_lock_loss picks what a lost lock does to its backend.
+ * zklock.on_lock_loss picks what a lost lock does to its backend;
+ * zklock.synchronous_release whether a release waits for the ensemble.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,6 +27,7 @@ int			zkl_on_lock_loss = ZKL_LOSS_ERROR;
 char	   *zkl_auth = NULL;
 bool		zkl_preloaded = false;
 int			zkl_node_naming = ZKL_NAMING_MUTEX;
+bool		zkl_synchronous_release = true;
 
 static const struct config_enum_entry guc_naming_options[] = {
 	{"mutex", ZKL_NAMING_MUTEX, false},
@@ -190,6 +192,14 @@ zkl_guc_define(void)
 							 &zkl_on_lock_loss,
 							 ZKL_LOSS_ERROR,
 							 guc_loss_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("zklock.synchronous_release",
+							 "Waits for the ensemble to confirm releases before they return.",
+							 "With it on, a lock released by zk_unlock, COMMIT or ROLLBACK is free for every other client when the command returns; off returns at once and lets another client find the lock still taken for a round trip.",
+							 &zkl_synchronous_release,
+							 true,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

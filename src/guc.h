@@ -28,6 +28,7 @@ extern int	zkl_on_lock_loss;
 extern char *zkl_auth;
 extern bool zkl_preloaded;
 extern int	zkl_node_naming;
+extern bool zkl_synchronous_release;
 extern const char *zkl_guc_exclusive_infix(void);
 extern const char *zkl_guc_chroot(void);
 extern bool zkl_use_auth(void);

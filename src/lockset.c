@@ -11,17 +11,26 @@
  * and at ROLLBACK TO a savepoint taken before them, and move to the parent
  * when a subtransaction commits.
  *
- * The end-of-transaction callbacks must not block or raise: releases are
- * asynchronous deletes (session.c retries them).  They run only at
+ * The end-of-transaction callbacks must not raise: releases are
+ * asynchronous deletes (the session retries them).  They run only at
  * XACT_EVENT_COMMIT / ABORT, never at PRE_COMMIT, so another cluster can
- * not take the lock before this transaction's commit is visible.  At
- * PRE_COMMIT and PRE_PREPARE of a transaction that has a transaction id
- * (one that wrote) every lock held in either scope must be proven: inside
- * the session's lease that costs nothing, after it one bounded round trip,
- * and a lock that is lost (or cannot be proven before the ensemble may
- * have expired its session) refuses the commit.  A read-only commit makes
- * nothing durable, so it goes ahead: the views and the release functions
- * keep working while a lock is lost.
+ * not take the lock before this transaction's commit is visible.  With
+ * zklock.synchronous_release a release then waits, bounded, until the
+ * ensemble has answered its deletes, like a commit waiting for
+ * synchronous replication: a lock released by COMMIT, ROLLBACK or
+ * zk_unlock is free for every other client once the command returns.  A
+ * cancel or terminate request ends that wait with a WARNING.
+ *
+ * At PRE_COMMIT and PRE_PREPARE every transaction lock, and for a
+ * transaction with a transaction id (one that wrote) every session lock
+ * too, must be proven: inside the session's lease that costs nothing,
+ * after it one bounded round trip, and a lock that is lost (or cannot be
+ * proven before the ensemble may have expired its session) refuses the
+ * commit.  A transaction lock refuses even a read-only commit: its client
+ * reads the COMMIT as "done under the lock", and a NOTIFY gets its
+ * transaction id only after PRE_COMMIT.  Under a lost session lock alone
+ * a read-only commit goes ahead, so that the views and the release
+ * functions keep working.
  *
  * A semaphore's lease is an entry of its own (every acquire is a new lease,
  * with its own node and token, as in Curator), keyed by a number unique
@@ -43,6 +52,8 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
+#include "storage/ipc.h"
+#include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
@@ -83,10 +94,20 @@ typedef struct ZklLock
 } ZklLock;
 
 static HTAB *zkl_locks = NULL;
+static bool zkl_released = false;	/* releases sent since the last wait */
 static uint32 zkl_last_lease = 0;
 static MemoryContext zkl_lock_cxt = NULL;
 
-static void lockset_check_losses(bool at_commit);
+/* Where releases are waited for, for what the WARNINGs say. */
+typedef enum ZklReleaseAt
+{
+	ZKL_AT_STATEMENT,
+	ZKL_AT_COMMIT,
+	ZKL_AT_ROLLBACK
+} ZklReleaseAt;
+
+static void lockset_check_losses(bool at_commit, bool wrote);
+static void lockset_await_releases(ZklReleaseAt at);
 static bool lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 						 int max_leases, bool xact, int64 timeout_ms,
 						 int64 *token);
@@ -158,7 +179,10 @@ lockset_forget_if_unheld(ZklLock *lock)
 		return;
 	/* A node of an earlier session went with it. */
 	if (lock->epoch == zkl_recipe_epoch())
+	{
 		zkl_recipe_release(lock->node);
+		zkl_released = true;
+	}
 	pfree(lock->node);
 	pfree(lock->name);
 	if (lock->xact)
@@ -264,6 +288,61 @@ lockset_end_session_holds(ZklLock *lock)
 	return held;
 }
 
+/* What a WARNING about an unfinished release adds. */
+static int
+lockset_release_detail(ZklReleaseAt at)
+{
+	if (at == ZKL_AT_COMMIT)
+		return errdetail("The transaction has committed and released its ZooKeeper locks, but other clients may find them taken until the ensemble deletes their nodes.");
+	return errdetail("The ZooKeeper locks are released here, but other clients may find them taken until the ensemble deletes their nodes.");
+}
+
+/*
+ * With zklock.synchronous_release, wait until the ensemble has answered
+ * every release sent, so that other clients can take the locks once the
+ * command returns, as after pg_advisory_unlock.  Never raises: it runs
+ * after a commit too.  An exiting backend does not wait here: its exit
+ * gives the deletes their time before the session closes.
+ */
+static void
+lockset_await_releases(ZklReleaseAt at)
+{
+	int			timeout_ms;
+
+	bool		released = zkl_released;
+
+	zkl_released = false;
+	if (!released || !zkl_synchronous_release || proc_exit_inprogress ||
+		!zkl_recipe_releases_pending())
+		return;
+	switch (zkl_recipe_await_releases(&timeout_ms))
+	{
+		case ZKL_RELEASE_CONFIRMED:
+			break;
+		case ZKL_RELEASE_CANCELED:
+			ereport(WARNING,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling wait for ZooKeeper to confirm the release due to user request"),
+					 lockset_release_detail(at)));
+			break;
+		case ZKL_RELEASE_TERMINATED:
+			ereport(WARNING,
+					(errcode(ERRCODE_ADMIN_SHUTDOWN),
+					 errmsg("canceling the wait for ZooKeeper to confirm the release and terminating connection due to administrator command"),
+					 lockset_release_detail(at)));
+			/* As synchronous replication does: no reply to an ending client. */
+			whereToSendOutput = DestNone;
+			break;
+		case ZKL_RELEASE_TIMED_OUT:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_EXCEPTION),
+					 errmsg("ZooKeeper did not confirm the release within %d ms", timeout_ms),
+					 lockset_release_detail(at),
+					 errhint("The nodes go when the ensemble expires this backend's ZooKeeper session.")));
+			break;
+	}
+}
+
 /* Room for one more transaction hold, so that adding it cannot fail. */
 static void
 lockset_reserve_xact_hold(ZklLock *lock)
@@ -334,7 +413,7 @@ zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 	ZklLock    *lock;
 
 	lockset_init();
-	lockset_check_losses(false);
+	lockset_check_losses(false, false);
 	lockset_key(&key, name, shared);
 	lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
 	if (lock != NULL)
@@ -376,7 +455,12 @@ lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 	lock = lockset_enter(key, name->display, dir, shared, max_leases,
 						 deadline, &node, token);
 	if (lock == NULL)
+	{
+		/* Our given-up node must not block the next try of another client. */
+		zkl_released = true;
+		lockset_await_releases(ZKL_AT_STATEMENT);
 		return false;
+	}
 	strlcpy(lock->node, node, strlen(dir) + 128);
 	lock->token = *token;
 	lock->acquired_at = GetCurrentTimestamp();
@@ -401,7 +485,7 @@ zkl_lockset_lease(const ZklName *name, int max_leases, bool xact,
 	ZklLockKey	key;
 
 	lockset_init();
-	lockset_check_losses(false);
+	lockset_check_losses(false, false);
 	lockset_key(&key, name, false);
 	key.lease = ++zkl_last_lease;
 	return lockset_take(&key, name, false, max_leases, xact, timeout_ms,
@@ -419,6 +503,7 @@ zkl_lockset_release_lease(const ZklName *name, bool by_token, int64 token)
 	HASH_SEQ_STATUS it;
 	ZklLock    *lock;
 	ZklLock    *pick = NULL;
+	bool		held;
 
 	if (zkl_locks != NULL)
 	{
@@ -441,7 +526,9 @@ zkl_lockset_release_lease(const ZklName *name, bool by_token, int64 token)
 						name->display)));
 		return false;
 	}
-	return lockset_end_session_holds(pick);
+	held = lockset_end_session_holds(pick);
+	lockset_await_releases(ZKL_AT_STATEMENT);
+	return held;
 }
 
 /* Release every session lease of this backend; returns how many were held. */
@@ -458,6 +545,7 @@ zkl_lockset_release_leases(void)
 	while ((lock = hash_seq_search(&it)) != NULL)
 		if (lock->key.lease != 0 && lock->session_holds > 0)
 			n += lockset_end_session_holds(lock);
+	lockset_await_releases(ZKL_AT_STATEMENT);
 	return n;
 }
 
@@ -470,6 +558,7 @@ zkl_lockset_release(const ZklName *name, bool shared)
 {
 	ZklLockKey	key;
 	ZklLock    *lock = NULL;
+	bool		held = true;
 
 	lockset_key(&key, name, shared);
 	if (zkl_locks != NULL)
@@ -483,10 +572,14 @@ zkl_lockset_release(const ZklName *name, bool shared)
 		return false;
 	}
 	if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
-		return lockset_end_session_holds(lock);
-	lock->session_holds--;
-	lockset_forget_if_unheld(lock);
-	return true;
+		held = lockset_end_session_holds(lock);
+	else
+	{
+		lock->session_holds--;
+		lockset_forget_if_unheld(lock);
+	}
+	lockset_await_releases(ZKL_AT_STATEMENT);
+	return held;
 }
 
 /* Release every session hold of this backend. */
@@ -502,6 +595,7 @@ zkl_lockset_release_all(void)
 	while ((lock = hash_seq_search(&it)) != NULL)
 		if (lock->session_holds > 0)
 			(void) lockset_end_session_holds(lock);
+	lockset_await_releases(ZKL_AT_STATEMENT);
 }
 
 static void
@@ -591,13 +685,14 @@ zkl_lockset_rows(void)
 
 /*
  * Act on lost locks.  Before commit or prepare (at_commit): prove every
- * lock the lease no longer vouches for, then refuse while any lock is
- * lost, since a lost lock may have protected this transaction's work; with
- * zklock.on_lock_loss = terminate, end the backend instead.  Before a new
- * lock request, only the terminate action applies.
+ * transaction lock, and every session lock too if the transaction wrote,
+ * where the lease no longer vouches for it, and refuse while any of them
+ * is lost, since it may have protected this transaction's work; with
+ * zklock.on_lock_loss = terminate, end the backend on any lost lock
+ * instead.  Before a new lock request, only the terminate action applies.
  */
 static void
-lockset_check_losses(bool at_commit)
+lockset_check_losses(bool at_commit, bool wrote)
 {
 	HASH_SEQ_STATUS it;
 	ZklLock    *lock;
@@ -607,11 +702,13 @@ lockset_check_losses(bool at_commit)
 	hash_seq_init(&it, zkl_locks);
 	while ((lock = hash_seq_search(&it)) != NULL)
 	{
-		ZklLockHealth h = at_commit ?
+		bool		counts = at_commit && (wrote || lockset_xact_holds(lock) > 0);
+		ZklLockHealth h = counts ?
 		zkl_recipe_prove(lock->epoch, lock->node) :
 		zkl_recipe_health(lock->epoch, lock->node);
 
-		if (h != ZKL_HEALTH_LOST)
+		if (h != ZKL_HEALTH_LOST ||
+			(!counts && zkl_on_lock_loss != ZKL_LOSS_TERMINATE))
 			continue;
 		hash_seq_term(&it);
 		ereport(zkl_on_lock_loss == ZKL_LOSS_TERMINATE ? FATAL : ERROR,
@@ -621,6 +718,7 @@ lockset_check_losses(bool at_commit)
 						lockset_what(lock)) :
 				 errmsg("cannot commit while %s is lost", lockset_what(lock)),
 				 lockset_lost_detail(),
+				 lock->session_holds == 0 ? 0 :
 				 lock->key.lease != 0 ?
 				 errhint("Release it with zk_semaphore_release or zk_unlock_all.") :
 				 errhint("Release it with zk_unlock or zk_unlock_all.")));
@@ -646,7 +744,7 @@ lockset_refuse_prepare(void)
 						   lock->name)));
 	}
 	/* A prepared transaction commits later: the same rule as a commit. */
-	lockset_check_losses(TransactionIdIsValid(GetTopTransactionIdIfAny()));
+	lockset_check_losses(true, TransactionIdIsValid(GetTopTransactionIdIfAny()));
 }
 
 /* End every transaction hold; for commit and abort.  Never raises. */
@@ -676,19 +774,21 @@ lockset_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PRE_COMMIT:
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			/*
-			 * Without a transaction id nothing this commit makes is
-			 * durable: only zklock.on_lock_loss = terminate acts on it.
-			 */
-			lockset_check_losses(TransactionIdIsValid(GetTopTransactionIdIfAny()));
+			lockset_check_losses(true, TransactionIdIsValid(GetTopTransactionIdIfAny()));
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			lockset_refuse_prepare();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			lockset_end_xact_holds();
+			lockset_await_releases(ZKL_AT_COMMIT);
+			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			lockset_end_xact_holds();
+			lockset_await_releases(ZKL_AT_ROLLBACK);
+			break;
 		case XACT_EVENT_PREPARE:
 			lockset_end_xact_holds();
 			break;
@@ -732,4 +832,6 @@ lockset_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		lock->nxact = keep;
 		lockset_forget_if_unheld(lock);
 	}
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		lockset_await_releases(ZKL_AT_ROLLBACK);
 }

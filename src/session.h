@@ -34,6 +34,15 @@ typedef enum ZklRc
 	ZKL_RC_FAILED				/* anything else */
 } ZklRc;
 
+/* How a wait for the ensemble to confirm this backend's releases ended. */
+typedef enum ZklReleaseWait
+{
+	ZKL_RELEASE_CONFIRMED,		/* answered, or the session is gone */
+	ZKL_RELEASE_TIMED_OUT,		/* no answer within the session timeout */
+	ZKL_RELEASE_CANCELED,		/* a cancel or statement_timeout ended it */
+	ZKL_RELEASE_TERMINATED		/* a terminate request ended it */
+} ZklReleaseWait;
+
 /* One asynchronous request; filled in by a ZooKeeper thread. */
 typedef struct ZklOp ZklOp;
 
@@ -93,6 +102,8 @@ extern void zkl_session_raise(ZklOp *op, const char *what, const char *path)
 
 extern void zkl_session_adopt_node(const char *path);
 extern void zkl_session_release(const char *path);
+extern bool zkl_session_releases_pending(void);
+extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms);
 extern void zkl_session_unwatch(const char *path);
 extern void zkl_session_unwatch_children(const char *path);
 

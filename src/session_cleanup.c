@@ -12,6 +12,11 @@
  * goes when the session closes: the server removes the session's nodes
  * and watches itself then.
  *
+ * A release is synchronous when its caller then waits, on the main
+ * thread, until every delete queued before the wait is answered (see
+ * zkl_session_await_releases): the deletes of one statement or commit go
+ * out back to back, so that costs one round trip however many there are.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utils/timestamp.h"
+
+#include "guc.h"
 #include "session_int.h"
 
 /*
@@ -35,6 +43,7 @@ session_queue_cleanup(ZklCleanupKind kind, const char *path, const char *prefix)
 	c->kind = kind;
 	c->path = strdup(path);
 	c->prefix = prefix ? strdup(prefix) : NULL;
+	c->seq = ++zkl_shared.cleanups_queued;
 	if (c->path == NULL || (prefix && c->prefix == NULL))
 	{
 		free(c->path);
@@ -197,4 +206,69 @@ session_issue_cleanups(void)
 		if (rc != ZNOWATCHER && rc != ZBADARGUMENTS && rc != ZINVALIDSTATE)
 			return;
 	}
+}
+
+/* A delete queued up to the mark is still unanswered.  Caller holds mu. */
+static bool
+session_delete_pending_locked(uint64 mark)
+{
+	for (ZklCleanup *c = zkl_shared.cleanups; c; c = c->next)
+		if (c->kind == ZKL_CLEAN_DELETE && c->seq <= mark)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the deletes queued up to the mark are settled: answered, or
+ * gone with the session (expired or closed, so its nodes are gone, or
+ * lost, so that the ensemble may have expired it and nothing this backend
+ * waits for can make its nodes go sooner).  Caller holds mu.
+ */
+static bool
+session_releases_settled(void *arg)
+{
+	return zkl_shared.zh == NULL ||
+		zkl_shared.state == ZOO_EXPIRED_SESSION_STATE ||
+		zkl_shared.state == ZOO_AUTH_FAILED_STATE ||
+		session_lease_lost_locked() ||
+		!session_delete_pending_locked(*(uint64 *) arg);
+}
+
+/* Whether a delete of this session awaits its answer; main thread. */
+bool
+zkl_session_releases_pending(void)
+{
+	uint64		mark;
+	bool		settled;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	mark = zkl_shared.cleanups_queued;
+	settled = session_releases_settled(&mark);
+	pthread_mutex_unlock(&zkl_shared.mu);
+	return !settled;
+}
+
+/*
+ * Wait until every delete queued so far (releases, given-up waiters) is
+ * answered, so that the nodes are gone for every other client.  Bounded
+ * by the session timeout: a session disconnected that long is expired by
+ * the ensemble, and its nodes go with it.  Interrupts are not served: this
+ * runs after a commit too, where nothing may raise; a cancel or terminate
+ * request ends the wait and the caller says so.  *timeout_ms gets the
+ * bound used.
+ */
+ZklReleaseWait
+zkl_session_await_releases(int *timeout_ms)
+{
+	uint64		mark;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	mark = zkl_shared.cleanups_queued;
+	*timeout_ms = zkl_shared.timeout_ms > 0 ?
+		zkl_shared.timeout_ms : zkl_session_timeout;
+	pthread_mutex_unlock(&zkl_shared.mu);
+	session_issue_cleanups();
+	return session_wait_held(session_releases_settled, &mark,
+							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 *timeout_ms));
 }

@@ -66,6 +66,7 @@ typedef struct ZklCleanup
 	ZklCleanupKind kind;
 	char	   *path;
 	char	   *prefix;
+	uint64		seq;			/* order of queuing: releases wait by it */
 	ZklStamp	sent;
 } ZklCleanup;
 
@@ -97,6 +98,7 @@ typedef struct ZklShared
 	uint64		session_events;
 	uint64		requests_out;	/* requests sent and not yet answered */
 	ZklCleanup *cleanups;
+	uint64		cleanups_queued;	/* seq of the last clean-up queued */
 	char		own_digest[160];	/* zklock.auth's id in ACLs; set at open */
 	int			nlog;
 	char		log[ZKL_LOG_SLOTS][ZKL_LOG_MSG_LEN];
@@ -121,6 +123,8 @@ extern void session_init_waiting(void);
 extern bool session_wait(bool (*ready) (void *), void *arg,
 						 TimestampTz deadline);
 extern void session_drain(int timeout_ms);
+extern ZklReleaseWait session_wait_held(bool (*ready) (void *), void *arg,
+										TimestampTz deadline);
 
 /* session_cleanup.c */
 extern bool session_queue_cleanup(ZklCleanupKind kind, const char *path,

@@ -104,6 +104,46 @@ session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
 	}
 }
 
+/*
+ * Wait until ready(arg) holds (checked under mu) or the deadline passes,
+ * with interrupts left pending: for waits after a commit, which must not
+ * raise.  A cancel (pg_cancel_backend, statement_timeout) or a terminate
+ * request ends the wait, as it ends a wait for synchronous replication:
+ * the cancel is consumed, the terminate left for the next interrupt check.
+ */
+ZklReleaseWait
+session_wait_held(bool (*ready) (void *), void *arg, TimestampTz deadline)
+{
+	for (;;)
+	{
+		bool		ok;
+		TimestampTz now;
+		WaitEvent	ev;
+
+		pthread_mutex_lock(&zkl_shared.mu);
+		ok = ready(arg);
+		pthread_mutex_unlock(&zkl_shared.mu);
+		if (ok)
+			return ZKL_RELEASE_CONFIRMED;
+		if (ProcDiePending)
+			return ZKL_RELEASE_TERMINATED;
+		if (QueryCancelPending)
+		{
+			QueryCancelPending = false;
+			return ZKL_RELEASE_CANCELED;
+		}
+		now = GetCurrentTimestamp();
+		if (now >= deadline)
+			return ZKL_RELEASE_TIMED_OUT;
+		if (WaitEventSetWait(zkl_wait_set, (long) ((deadline - now + 999) / 1000),
+							 &ev, 1, PG_WAIT_EXTENSION) > 0 &&
+			(ev.events & WL_SOCKET_READABLE))
+			session_read_eventfd();
+		ResetLatch(MyLatch);
+		session_flush_log();
+	}
+}
+
 static bool
 session_all_answered(void)
 {

@@ -1,19 +1,20 @@
 #!/bin/sh
 # The mutual-exclusion checker (test/t/070_checker.pl) for longer runs:
 #   sh test/checker.sh [SECONDS [CLUSTERS [BACKENDS [LOCKS]]]]
-# e.g. sh test/checker.sh 1800 3 16 4.  Builds and installs zklock first;
-# prints the cycles done and failed and the overlaps found (must be 0).
+# e.g. sh test/checker.sh 1800 3 8 3.  Builds and installs zklock first
+# (PG_CONFIG picks the major); prints a progress line every minute and a
+# summary, which it also writes to test/results/checker-latest.txt.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-make -s PG_CFLAGS="-Wall -Wextra -Werror" >/dev/null && make -s install >/dev/null
+PG_CONFIG=${PG_CONFIG:-pg_config}
+make -s PG_CONFIG="$PG_CONFIG" PG_CFLAGS="-Wall -Wextra -Werror" >/dev/null
+make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
 
-pgxs=$(dirname "$(pg_config --pgxs)")
-export ZKLOCK_CHECK_SECONDS="${1:-300}" ZKLOCK_CHECK_CLUSTERS="${2:-2}"
-export ZKLOCK_CHECK_BACKENDS="${3:-8}" ZKLOCK_CHECK_LOCKS="${4:-2}"
-export PG_REGRESS="$pgxs/../test/regress/pg_regress"
-export PATH="$(pg_config --bindir):$PATH"
+pgxs=$(dirname "$("$PG_CONFIG" --pgxs)")
+bindir=$("$PG_CONFIG" --bindir)
+commit=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)
 
 work="$top"
 run="env"
@@ -25,8 +26,17 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 cd "$work"
 rm -rf tmp_check
-$run PATH="$PATH" PG_REGRESS="$PG_REGRESS" ZKLOCK_CHECK_SECONDS="$ZKLOCK_CHECK_SECONDS" \
-	ZKLOCK_CHECK_CLUSTERS="$ZKLOCK_CHECK_CLUSTERS" ZKLOCK_CHECK_BACKENDS="$ZKLOCK_CHECK_BACKENDS" \
-	ZKLOCK_CHECK_LOCKS="$ZKLOCK_CHECK_LOCKS" \
-	prove -I "$pgxs/../test/perl" -I test/perl test/t/070_checker.pl
+summary="$work/tmp_check/checker-summary.txt"
+status=0
+$run PATH="$bindir:$PATH" PG_REGRESS="$pgxs/../test/regress/pg_regress" \
+	ZKLOCK_CHECK_SECONDS="${1:-300}" ZKLOCK_CHECK_CLUSTERS="${2:-2}" \
+	ZKLOCK_CHECK_BACKENDS="${3:-8}" ZKLOCK_CHECK_LOCKS="${4:-2}" \
+	ZKLOCK_CHECK_COMMIT="$commit" ZKLOCK_CHECK_SUMMARY="$summary" \
+	prove -v -I "$pgxs/../test/perl" -I test/perl test/t/070_checker.pl || status=$?
+if [ -f "$summary" ]; then
+	mkdir -p "$top/test/results"
+	cp "$summary" "$top/test/results/checker-latest.txt"
+	echo "summary: test/results/checker-latest.txt"
+fi
 echo "logs: $work/tmp_check/log"
+exit $status

@@ -1,23 +1,43 @@
 # Copyright (c) zklock contributors
 #
-# Mutual-exclusion checker.  C clusters x B backends (at least 2 x 8) loop
-# for D seconds: take a transaction lock on one of L names, note the
-# critical section's start and end, commit, then record (lock, token,
-# backend, start, end) in a table of a separate recorder cluster.  A cycle
-# whose lock was lost cannot commit and counts as failed.  Meanwhile a
-# nemesis kills, pauses and restarts ZooKeeper servers at random, and now
-# and then pauses all of them past the workers' session timeout.
+# Mutual-exclusion checker.  C clusters x B backends loop for D seconds.
+# Each cycle picks one of three kinds of lock on one of L names:
+#   xact     zk_xact_lock, work, COMMIT (released by the commit)
+#   session  zk_lock, work in its own transaction, COMMIT, zk_unlock
+#   sem      zk_xact_semaphore with a limit of 2, work, COMMIT
+# The work is a row written in the worker's own cluster inside the
+# transaction (track_commit_timestamp = on).  Every cycle's times go to a
+# file of the worker's own: when it asked, when it got the lock (the
+# backend's clock), when the work ended, when the release returned, and
+# how it ended.  A cycle whose lock was lost cannot commit and counts as
+# failed.
 #
-# The nemesis also freezes (SIGSTOP) a backend that holds its lock past its
-# session timeout, the way swapping or a paused VM would, and resumes it.
+# Meanwhile a nemesis strikes, one fault at a time: kill, pause and restart
+# one ZooKeeper server; pause all of them past the session timeout; freeze
+# (SIGSTOP) a backend that holds its lock past its session timeout; cut one
+# backend's connection to its server (a proxy in front of it) for a random
+# time; terminate a backend.  The first quarter of the run (at most 10 s)
+# and a quiet spell after each fault have no fault under way.
 #
-# Then: no two successful critical sections of the same lock overlap in
-# time, tokens increase in acquisition order, and every cycle either
-# completed (and was recorded) or failed with an error.  Committed work is
-# judged too: each critical section writes a row in its own cluster inside
-# the lock's transaction (track_commit_timestamp = on), and no two
-# committed rows of one lock may overlap between the acquisition and the
-# commit timestamp, across all clusters.
+# A worker's queries each have their own timeout; a worker whose backend
+# was frozen, cut off or terminated reconnects and carries on, counting
+# that cycle as failed; one that cannot carry on says why.  Every worker
+# runs to the deadline.  A progress line comes every minute.
+#
+# Then, from every worker's file and every cluster's committed rows:
+#   - no two critical sections of one lock overlap, and never more than two
+#     of one semaphore, judged both by the worker's times (acquisition to
+#     end of work) and by the committed rows (acquisition to the commit's
+#     timestamp), across all clusters;
+#   - tokens of a lock increase in acquisition order;
+#   - every cycle completed or failed, every completed cycle committed its
+#     row (a row whose commit the worker could not hear of is "in doubt");
+#   - lost wake-ups: when a lock was released while someone waited for it,
+#     the next holder got it within LOST_WAKEUP_S, unless a fault was under
+#     way or had ended less than two session timeouts before.
+# The summary is printed whatever happens (and written to
+# ZKLOCK_CHECK_SUMMARY when set); every process the checker starts is
+# stopped by PID at the end, however it ends.
 #
 # Defaults suit make test; test/checker.sh runs it longer:
 #   ZKLOCK_CHECK_SECONDS (40), ZKLOCK_CHECK_CLUSTERS (2),
@@ -29,11 +49,13 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../perl";
 
+use File::Spec;
 use POSIX ();
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use ZkEnsemble;
+use ZkProxy;
 use ZklockTest;
 
 my $SECONDS = $ENV{ZKLOCK_CHECK_SECONDS} // 40;
@@ -41,70 +63,142 @@ my $CLUSTERS = $ENV{ZKLOCK_CHECK_CLUSTERS} // 2;
 my $BACKENDS = $ENV{ZKLOCK_CHECK_BACKENDS} // 8;
 my $LOCKS = $ENV{ZKLOCK_CHECK_LOCKS} // 2;
 my $SESSION_TIMEOUT_MS = 4000;
+my $LOCK_WAIT_S = 60;          # a lost wake-up shows as a gap, not a timeout
+my $QUERY_TIMEOUT_S = 120;     # per query: longer than any lock wait
+my $LOST_WAKEUP_S = 5;
+my $SETTLE_S = 2 * $SESSION_TIMEOUT_MS / 1000;
+my $WARMUP_S = $SECONDS / 4 < 10 ? $SECONDS / 4 : 10;
+my $QUIET = $SECONDS >= 300 ? [ 4, 12 ] : [ 1, 2 ];    # between faults
+my $PAUSE_ALL_EVERY_S = $SECONDS >= 300 ? 180 : 15;
+my $dir = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('checker'));
 
 my $zk = ZkEnsemble->new(servers => 3);
 my @clusters = map {
 	zk_cluster("c$_", $zk, max_connections => $BACKENDS + 10,
+		session_timeout => $SESSION_TIMEOUT_MS,
 		conf => ['track_commit_timestamp = on'])
 } 1 .. $CLUSTERS;
-$_->safe_psql('postgres', 'CREATE TABLE work (lock text, t_start timestamptz)') for @clusters;
+$_->safe_psql('postgres', 'CREATE TABLE work (lock text, cycle text, t_start float8)')
+  for @clusters;
 my $rec = PostgreSQL::Test::Cluster->new('recorder');
 $rec->init;
 $rec->start;
-$rec->safe_psql('postgres', q{
-	CREATE TABLE cs (lock text, token bigint, worker text,
-	                 t_start timestamptz, t_end timestamptz);
-	CREATE TABLE counts (worker text PRIMARY KEY, attempts int,
-	                     completed int, failed int);
-});
 
-# A worker: its own psql sessions to its cluster and to the recorder.
+# The first backend of each cluster reaches one server through a proxy of
+# its own, so that the nemesis can cut exactly that backend off.
+my %proxy;
+for my $c (0 .. $#clusters)
+{
+	$proxy{"c$c-b1"} = ZkProxy->new($zk->port(1 + $c % 3));
+}
+
+# --- the workers
+
 sub worker
 {
-	my ($cluster, $id, $deadline) = @_;
-	my $db = $cluster->background_psql('postgres', on_error_stop => 0, timeout => 120);
-	my $r = $rec->background_psql('postgres', timeout => 120);
-	my ($attempts, $completed, $failed) = (0, 0, 0);
+	my ($c, $b, $deadline) = @_;
+	my $id = "c$c-b$b";
+	my $cluster = $clusters[$c];
+	my %n = (attempts => 0, completed => 0, failed => 0, reconnects => 0);
+	my $why = '';
+	open(my $log, '>>', "$dir/$id.tsv") or die "$id.tsv: $!";
+	$log->autoflush(1);
+	my $db;
+
+	# A new backend; false when none could be had for a minute.
+	my $connect = sub {
+		my $until = time + 60;
+		while (time < $until)
+		{
+			eval { $db->{run}->kill_kill if $db && $db->{run}; };
+			$db = eval {
+				my $s = $cluster->background_psql('postgres',
+					on_error_stop => 0, timeout => $QUERY_TIMEOUT_S);
+				$s->set_query_timer_restart;
+				$s->query_safe("SET zklock.session_timeout = '${SESSION_TIMEOUT_MS}ms'");
+				$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy{$id}->port . "'")
+				  if $proxy{$id};
+				$s;
+			};
+			return 1 if $db;
+			$why = "cannot connect: $@";
+			sleep 1;
+		}
+		return 0;
+	};
+	# One statement: (output, stderr, whether the backend is gone).
 	my $q = sub {
 		my ($sql) = @_;
-		my ($out) = $db->query($sql);
+		my $out;
+		my $ok = eval { ($out) = $db->query($sql); 1 };
+		return ('', "psql: $@", 1) unless $ok;
 		my $err = $db->{stderr};
 		$db->{stderr} = '';
-		return ($out, $err);
+		my $gone = $err =~ /connection to server was lost|server closed the connection|terminating connection|no connection to the server/;
+		return ($out // '', $err, $gone);
 	};
-	$q->("SET zklock.session_timeout = '${SESSION_TIMEOUT_MS}ms'");
+	my $first = sub { my ($e) = @_; $e =~ /(?:ERROR|FATAL|psql):\s*([^\n]*)/; return $1 // $e; };
+
+	$connect->() or return ($why, %n);
+	my $seq = 0;
 	while (time < $deadline)
 	{
-		my $lock = 'check-' . int(rand($LOCKS));
-		$attempts++;
-		$q->('BEGIN');
-		my ($got, $err) = $q->("SELECT zk_xact_lock('$lock', '10s') || ',' || clock_timestamp()");
-		if ($err ne '' || $got !~ /^(\d+),(.+)$/)
+		my $r = rand();
+		my $kind = $r < 0.45 ? 'xact' : $r < 0.75 ? 'session' : 'sem';
+		my $lock = ($kind eq 'sem' ? 'sem-' : 'check-') . int(rand($LOCKS));
+		my $cycle = "$id-" . ++$seq;
+		my %row = (t_call => time);
+		my ($out, $err, $gone, $outcome);
+		$n{attempts}++;
+
+		my $take = $kind eq 'xact' ? "BEGIN; SELECT zk_xact_lock('$lock', '${LOCK_WAIT_S}s')"
+		  : $kind eq 'sem' ? "BEGIN; SELECT zk_xact_semaphore('$lock', 2, '${LOCK_WAIT_S}s')"
+		  : "SELECT zk_lock('$lock', '${LOCK_WAIT_S}s')";
+		($out, $err, $gone) = $q->("$take || ',' || extract(epoch from clock_timestamp())");
+		if (!$gone && $err !~ /ERROR/ && $out =~ /^(\d+),([\d.]+)$/)
 		{
-			$q->('ROLLBACK');
-			$failed++;
-			next;
+			@row{qw(token t_start)} = ($1, $2);
+			my $begin = $kind eq 'session' ? 'BEGIN; ' : '';
+			($out, $err, $gone) = $q->("${begin}INSERT INTO work VALUES ('$lock', '$cycle', $row{t_start}); "
+				  . 'SELECT pg_sleep(random() * 0.005); SELECT extract(epoch from clock_timestamp())');
+			$row{t_end} = $1 if $out =~ /([\d.]+)\s*$/;
+			if (!$gone)
+			{
+				my ($o2, $e2);
+				($o2, $e2, $gone) = $q->('COMMIT');
+				$err .= $e2;
+				if (!$gone && $kind eq 'session')
+				{
+					my ($o3, $e3);
+					($o3, $e3, $gone) = $q->("SELECT zk_unlock('$lock')");
+				}
+				$row{t_release} = time unless $gone;
+			}
+			$outcome = $gone ? 'failed: backend gone: ' . $first->($err)
+			  : $err =~ /ERROR/ ? 'failed: ' . $first->($err)
+			  : 'committed';
 		}
-		my ($token, $t_start) = ($1, $2);
-		$q->("INSERT INTO work VALUES ('$lock', '$t_start')");
-		my ($t_end) = $q->('SELECT pg_sleep(random() * 0.005); SELECT clock_timestamp()');
-		$t_end =~ s/^\s+//;
-		(undef, $err) = $q->('COMMIT');
-		if ($err ne '')
+		else
 		{
-			$failed++;
-			next;
+			$outcome = 'failed: not acquired: ' . $first->($err || $out);
+			$q->('ROLLBACK') unless $gone;
 		}
-		$r->query_safe("INSERT INTO cs VALUES ('$lock', $token, '$id', '$t_start', '$t_end')");
-		$completed++;
+		$outcome =~ s/[\t\n\\]/ /g;
+		print $log join("\t", $id, $cycle, $kind, $lock,
+			map({ $row{$_} // '\N' } qw(token t_call t_start t_end t_release)), $outcome), "\n";
+		$n{ $outcome eq 'committed' ? 'completed' : 'failed' }++;
+		if ($gone)
+		{
+			$n{reconnects}++;
+			$connect->() or return ($why, %n);
+		}
 	}
-	$r->query_safe("INSERT INTO counts VALUES ('$id', $attempts, $completed, $failed)");
-	$db->quit;
-	$r->quit;
+	eval { $db->quit };
+	return ('', %n);
 }
 
 my $deadline = time + $SECONDS;
-my @kids;
+my %kids;
 for my $c (0 .. $#clusters)
 {
 	for my $b (1 .. $BACKENDS)
@@ -112,130 +206,315 @@ for my $c (0 .. $#clusters)
 		my $pid = fork() // die "fork: $!";
 		if ($pid == 0)
 		{
-			my $ok = eval { worker($clusters[$c], "c$c-b$b", $deadline); 1 };
-			print STDERR "worker c$c-b$b: $@" unless $ok;
-			POSIX::_exit($ok ? 0 : 1);    # no END blocks: the parent owns the servers
+			# The psql sessions' notes would flood the test's output.
+			Test::More->builder->output(File::Spec->devnull);
+			my ($why, %n) = eval { worker($c, $b, $deadline) };
+			$why = "died: $@" unless defined $why;
+			$why =~ s/\s+/ /g;
+			if (open(my $fh, '>', "$dir/c$c-b$b.done"))
+			{
+				print $fh join("\t", "c$c-b$b",
+					map({ $n{$_} // 0 } qw(attempts completed failed reconnects)), $why), "\n";
+				close $fh;
+			}
+			POSIX::_exit(0);    # no END blocks: the parent owns the servers
 		}
-		push @kids, $pid;
+		$kids{$pid} = "c$c-b$b";
 	}
 }
 
-# The nemesis: one fault at a time, servers back before the next.
-my %events = (kill => 0, pause => 0, pause_all => 0, freeze => 0);
+# Every worker still running is stopped by PID, however the checker ends.
+END
+{
+	kill 'KILL', keys %kids if %kids;
+	waitpid($_, 0) for keys %kids;
+}
 
-# Freeze a backend of a random cluster while it holds its lock.
-sub freeze_holder
+# --- the nemesis: one fault at a time, with quiet spells between
+
+my %faults = map { $_ => 0 } qw(kill pause pause_all freeze cut terminate);
+my @windows;    # [kind, begin, end]
+
+sub fault
+{
+	my ($kind, $code) = @_;
+	my $begin = time;
+	my $struck = $code->();
+	push @windows, [ $kind, $begin, time ] if $struck;
+	$faults{$kind} += $struck ? 1 : 0;
+}
+
+# A backend of a random cluster that holds its lock and is between
+# statements, or undef.
+sub holder_pid
 {
 	my $c = $clusters[ int(rand(@clusters)) ];
-	my $pid = '';
 	for (1 .. 20)
 	{
-		$pid = $c->safe_psql('postgres', q{
+		my $pid = $c->safe_psql('postgres', q{
 			SELECT pid FROM pg_stat_activity
-			 WHERE state = 'idle in transaction' AND query LIKE '%zk_xact_lock%'
+			 WHERE state IN ('idle in transaction', 'idle')
+			   AND query ~ 'zk_(xact_lock|lock|xact_semaphore)\('
+			   AND query !~ 'zk_unlock'
 			 ORDER BY random() LIMIT 1});
-		last if $pid =~ /^\d+$/;
+		return ($c, $pid) if $pid =~ /^\d+$/;
 		sleep 0.05;
 	}
-	return 0 unless $pid =~ /^\d+$/;
-	kill 'STOP', $pid;
-	sleep(($SESSION_TIMEOUT_MS / 1000) * 1.5);
-	kill 'CONT', $pid;
-	return 1;
+	return;
 }
-my $last_all = time;
+
+sub progress
+{
+	my ($done, $failed) = (0, 0);
+	for my $f (glob("$dir/*.tsv"))
+	{
+		open(my $fh, '<', $f) or next;
+		while (<$fh>)
+		{
+			/\tcommitted$/ ? $done++ : $failed++;
+		}
+	}
+	return ($done, $failed);
+}
+
+my $t_start = time;
+my $next_progress = $t_start + 60;
+my $last_all = $t_start;
+sleep $WARMUP_S;
+# A nemesis that fails (a server that does not come back) ends the faults,
+# not the run: the workers and the judgement go on.
+my $nemesis_ok = eval {
 while (time < $deadline - 3)
 {
-	sleep 1 + rand(2);
 	my $i = 1 + int(rand(3));
-	if (time - $last_all > 15 && time < $deadline - 10)
+	my $r = rand();
+	if (time - $last_all > $PAUSE_ALL_EVERY_S && time < $deadline - 10)
 	{
-		$zk->pause_server($_) for 1 .. 3;
-		sleep(($SESSION_TIMEOUT_MS / 1000) * 1.5);
-		$zk->resume_server($_) for 1 .. 3;
-		$events{pause_all}++;
+		fault('pause_all', sub {
+			$zk->pause_server($_) for 1 .. 3;
+			sleep(($SESSION_TIMEOUT_MS / 1000) * 1.5);
+			$zk->resume_server($_) for 1 .. 3;
+			1;
+		});
 		$last_all = time;
 	}
-	elsif ($events{freeze} == 0 || rand() < 0.4)
+	elsif ($faults{freeze} == 0 || $r < 0.25)
 	{
-		# Until one holder was frozen, every turn tries.
-		$events{freeze} += freeze_holder();
+		fault('freeze', sub {
+			my ($c, $pid) = holder_pid() or return 0;
+			kill 'STOP', $pid;
+			sleep(($SESSION_TIMEOUT_MS / 1000) * 1.5);
+			kill 'CONT', $pid;
+			1;
+		});
 	}
-	elsif (rand() < 0.5)
+	elsif ($faults{cut} == 0 || $r < 0.45)
 	{
-		$zk->kill_server($i);
-		sleep 1 + rand(2);
-		$zk->restart_server($i, 60);
-		$events{kill}++;
+		fault('cut', sub {
+			my @ids = sort keys %proxy;
+			my $p = $proxy{ $ids[ int(rand(@ids)) ] };
+			$p->mode('cut');
+			sleep 0.5 + rand(2 * $SESSION_TIMEOUT_MS / 1000);
+			$p->mode('pass');
+			1;
+		});
+	}
+	elsif ($faults{terminate} == 0 || $r < 0.55)
+	{
+		fault('terminate', sub {
+			my ($c, $pid) = holder_pid() or return 0;
+			$c->safe_psql('postgres', "SELECT pg_terminate_backend($pid)");
+			1;
+		});
+	}
+	elsif ($r < 0.8)
+	{
+		fault('kill', sub {
+			$zk->kill_server($i);
+			sleep 1 + rand(2);
+			$zk->restart_server($i, 60);
+			1;
+		});
 	}
 	else
 	{
-		$zk->pause_server($i);
-		sleep 0.5 + rand(2.5);
-		$zk->resume_server($i);
-		$events{pause}++;
+		fault('pause', sub {
+			$zk->pause_server($i);
+			sleep 0.5 + rand(2.5);
+			$zk->resume_server($i);
+			1;
+		});
 	}
 	$zk->wait_for_quorum(60);
+	if (time >= $next_progress)
+	{
+		my ($done, $failed) = progress();
+		diag(sprintf('checker: progress %d s: cycles done %d, failed %d; faults %s',
+			time - $t_start, $done, $failed,
+			join(', ', map { "$_ $faults{$_}" } sort keys %faults)));
+		$next_progress += 60;
+	}
+	sleep $QUIET->[0] + rand($QUIET->[1] - $QUIET->[0]);
 }
+1;
+};
+my $nemesis_error = $nemesis_ok ? '' : "$@";
+diag("checker: the nemesis failed: $nemesis_error") unless $nemesis_ok;
 
-my $worker_failures = 0;
-for my $pid (@kids)
+# Workers end at the deadline, each query within its own timeout.
+my $wait_until = $deadline + $QUERY_TIMEOUT_S + 30;
+while (%kids && time < $wait_until)
 {
-	waitpid($pid, 0);
-	$worker_failures++ if $? != 0;
+	my $pid = waitpid(-1, POSIX::WNOHANG);
+	if ($pid > 0) { delete $kids{$pid}; next; }
+	sleep 0.2;
 }
-is($worker_failures, 0, 'every worker ran to the end');
+my @stuck = sort values %kids;
+kill 'KILL', keys %kids;
+waitpid($_, 0) for keys %kids;
+%kids = ();
 
-my ($attempts, $completed, $failed) = split /\|/,
-  $rec->safe_psql('postgres', 'SELECT sum(attempts), sum(completed), sum(failed) FROM counts');
-my $recorded = $rec->safe_psql('postgres', 'SELECT count(*) FROM cs');
-my $overlaps = $rec->safe_psql('postgres', q{
-	SELECT count(*) FROM cs a JOIN cs b
-	  ON a.lock = b.lock AND a.ctid < b.ctid
-	 AND a.t_start < b.t_end AND b.t_start < a.t_end});
-my $disorder = $rec->safe_psql('postgres', q{
-	SELECT count(*) FROM (
-	  SELECT token, lag(token) OVER (PARTITION BY lock ORDER BY t_start) AS prev
-	  FROM cs) x WHERE token <= prev});
+# --- judge
 
-# Committed work of every cluster, judged from acquisition to commit.
-$rec->safe_psql('postgres', 'CREATE TABLE committed (lock text, t_start timestamptz, t_commit timestamptz)');
+$rec->safe_psql('postgres', q{
+	CREATE TABLE acq (worker text, cycle text, kind text, lock text, token bigint,
+	                  t_call float8, t_start float8, t_end float8, t_release float8,
+	                  outcome text);
+	CREATE TABLE done (worker text, attempts int, completed int, failed int,
+	                   reconnects int, why text);
+	CREATE TABLE committed (lock text, cycle text, t_start float8, t_commit float8);
+	CREATE TABLE faults (kind text, t_begin float8, t_end float8);
+});
+$rec->safe_psql('postgres', "COPY acq FROM '$_'") for glob("$dir/*.tsv");
+$rec->safe_psql('postgres', "COPY done FROM '$_'") for glob("$dir/*.done");
+$rec->safe_psql('postgres', 'INSERT INTO faults VALUES '
+	  . join(',', map { "('$_->[0]', $_->[1], $_->[2])" } @windows))
+  if @windows;
 for my $c (@clusters)
 {
-	my $rows = $c->safe_psql('postgres',
-		"SELECT lock || '|' || t_start || '|' || pg_xact_commit_timestamp(xmin) FROM work");
-	my @values = map {
-		my ($l, $s, $e) = split /\|/, $_;
-		"('$l', '$s', '$e')"
-	} split /\n/, $rows;
-	# One statement: a psql per row would take minutes.
-	$rec->safe_psql('postgres', 'INSERT INTO committed VALUES ' . join(',', @values))
-	  if @values;
+	my $f = "$dir/committed-" . $c->name;
+	$c->safe_psql('postgres', "COPY (SELECT lock, cycle, t_start, "
+		  . "extract(epoch from pg_xact_commit_timestamp(xmin)) FROM work) TO '$f'");
+	$rec->safe_psql('postgres', "COPY committed FROM '$f'");
 }
-my $committed = $rec->safe_psql('postgres', 'SELECT count(*) FROM committed');
-my $committed_overlaps = $rec->safe_psql('postgres', q{
-	SELECT count(*) FROM committed a JOIN committed b
-	  ON a.lock = b.lock AND a.ctid < b.ctid
-	 AND a.t_start < b.t_commit AND b.t_start < a.t_commit});
 
-diag(sprintf('checker: %d clusters x %d backends, %d s, %d locks; nemesis: %d kills, %d pauses, %d whole-ensemble pauses, %d frozen holders',
-	$CLUSTERS, $BACKENDS, $SECONDS, $LOCKS, $events{kill}, $events{pause}, $events{pause_all}, $events{freeze}));
-diag("checker: committed rows $committed, overlapping from acquisition to commit $committed_overlaps");
-diag("checker: cycles done $completed, failed $failed, overlaps $overlaps, tokens out of order $disorder");
+my $sql = sub { my $v = $rec->safe_psql('postgres', $_[0]); return $v eq '' ? 0 : $v; };
 
-is($rec->safe_psql('postgres', 'SELECT count(*) FROM counts'), $CLUSTERS * $BACKENDS,
-	'every worker reported');
+# How many sections of one lock are under way at once, at most above its
+# limit (1, or 2 for a semaphore): a sweep over starts and ends, an end
+# before a start at the same instant.
+sub excess
+{
+	my ($table, $from, $to) = @_;
+	return $sql->(qq{
+		SELECT count(*) FROM (
+		  SELECT lock, sum(d) OVER (PARTITION BY lock ORDER BY t, d
+		                            ROWS UNBOUNDED PRECEDING) AS n
+		    FROM (SELECT lock, $from AS t, 1 AS d FROM $table
+		           WHERE $from IS NOT NULL AND $to IS NOT NULL
+		          UNION ALL
+		          SELECT lock, $to, -1 FROM $table
+		           WHERE $from IS NOT NULL AND $to IS NOT NULL) e) s
+		 WHERE n > CASE WHEN lock LIKE 'sem-%' THEN 2 ELSE 1 END});
+}
+
+my ($attempts, $completed, $failed, $reconnects) = split /\|/,
+  $sql->('SELECT sum(attempts), sum(completed), sum(failed), sum(reconnects) FROM done');
+my $finished = $sql->("SELECT count(*) FROM done WHERE why = ''");
+my $gave_up = $rec->safe_psql('postgres', "SELECT string_agg(worker || ': ' || why, '; ') FROM done WHERE why <> ''");
+my $by_kind = $rec->safe_psql('postgres', q{
+	SELECT string_agg(kind || ' ' || ok || '/' || n, ', ' ORDER BY kind) FROM (
+	  SELECT kind, count(*) FILTER (WHERE outcome = 'committed') AS ok, count(*) AS n
+	    FROM acq GROUP BY kind) k});
+my $reasons = $rec->safe_psql('postgres', q{
+	SELECT string_agg(n || ' x ' || r, '; ' ORDER BY n DESC) FROM (
+	  SELECT left(regexp_replace(outcome, '"[^"]*"|[0-9]+', '_', 'g'), 90) AS r, count(*) AS n
+	    FROM acq WHERE outcome <> 'committed' GROUP BY 1 ORDER BY 2 DESC LIMIT 6) x});
+$rec->safe_psql('postgres', q{CREATE VIEW cs AS SELECT * FROM acq WHERE outcome = 'committed'});
+my $overlaps = excess('cs', 't_start', 't_end');
+my $committed_overlaps = excess('committed', 't_start', 't_commit');
+my $disorder = $sql->(q{
+	SELECT count(*) FROM (
+	  SELECT token, lag(token) OVER (PARTITION BY lock ORDER BY t_start) AS prev
+	    FROM cs WHERE kind <> 'sem') x WHERE token <= prev});
+my $recorded = $sql->('SELECT count(*) FROM acq');
+my $committed = $sql->('SELECT count(*) FROM committed');
+my $missing = $sql->(q{SELECT count(*) FROM cs WHERE cycle NOT IN (SELECT cycle FROM committed)});
+my $in_doubt = $sql->(q{
+	SELECT count(*) FROM committed c JOIN acq a USING (cycle) WHERE a.outcome <> 'committed'});
+my $in_doubt_unexplained = $sql->(q{
+	SELECT count(*) FROM committed c JOIN acq a USING (cycle)
+	 WHERE a.outcome <> 'committed' AND a.outcome NOT LIKE 'failed: backend gone%'});
+
+# Hand-offs: each acquisition of an exclusive lock after the previous
+# holder's release, by someone who was already waiting then.
+$rec->safe_psql('postgres', qq{
+	CREATE VIEW handoffs AS
+	SELECT * FROM (
+	  SELECT lock, t_call, t_start,
+	         lag(t_release) OVER (PARTITION BY lock ORDER BY t_start) AS released,
+	         lag(t_start) OVER (PARTITION BY lock ORDER BY t_start) AS prev_start
+	    FROM acq WHERE kind <> 'sem' AND t_start IS NOT NULL) h
+	 WHERE released IS NOT NULL AND t_call < released AND t_start >= released
+	   AND NOT EXISTS (SELECT 1 FROM faults f
+	                    WHERE f.t_begin < h.t_start AND f.t_end + $SETTLE_S > h.prev_start)});
+my ($handoffs, $longest_gap, $lost_wakeups) = split /\|/, $sql->(qq{
+	SELECT count(*), coalesce(round(max(t_start - released)::numeric, 3), 0),
+	       count(*) FILTER (WHERE t_start - released > $LOST_WAKEUP_S) FROM handoffs});
+
+my $commit = $ENV{ZKLOCK_CHECK_COMMIT} // 'unknown';
+my @summary = (
+	sprintf('checker: %s, commit %s', POSIX::strftime('%Y-%m-%d %H:%M:%S UTC', gmtime($t_start)), $commit),
+	sprintf('checker: %d clusters x %d backends, %d s, %d locks and %d semaphores (limit 2), session timeout %d ms',
+		$CLUSTERS, $BACKENDS, $SECONDS, $LOCKS, $LOCKS, $SESSION_TIMEOUT_MS),
+	sprintf('checker: workers finished %d of %d%s%s', $finished, $CLUSTERS * $BACKENDS,
+		@stuck ? '; stopped at the bound: ' . join(' ', @stuck) : '',
+		$gave_up ne '' ? "; gave up: $gave_up" : ''),
+	"checker: cycles done $completed, failed $failed (by kind, done/all: $by_kind); reconnects $reconnects",
+	"checker: failures: " . ($reasons || 'none'),
+	'checker: faults: ' . join(', ', map { "$_ $faults{$_}" } sort keys %faults)
+	  . ($nemesis_error ne '' ? "; the nemesis failed: $nemesis_error" : ''),
+	"checker: overlaps $overlaps, committed rows $committed, overlapping from acquisition to commit $committed_overlaps, tokens out of order $disorder",
+	"checker: completed cycles without their row $missing; rows committed although the worker saw the cycle fail (in doubt) $in_doubt",
+	"checker: hand-offs outside faults $handoffs, longest gap ${longest_gap} s, lost wake-ups (gap > ${LOST_WAKEUP_S} s) $lost_wakeups",
+);
+diag($_) for @summary;
+if (my $f = $ENV{ZKLOCK_CHECK_SUMMARY})
+{
+	open(my $fh, '>', $f) or die "$f: $!";
+	print $fh map { s/^checker: //r . "\n" } @summary;
+	close $fh;
+}
+
+is($nemesis_error, '', 'the nemesis ran to the deadline');
+is(scalar @stuck, 0, 'every worker ended by the deadline and its bound');
+is($finished, $CLUSTERS * $BACKENDS, 'every worker ran to the deadline');
 ok($completed > 0, 'critical sections completed');
 is($attempts, $completed + $failed, 'every cycle completed or failed: none vanished');
-is($recorded, $completed, 'every completed cycle is recorded');
-is($overlaps, 0, 'no two critical sections of one lock overlap');
-is($committed, $completed, 'every completed cycle committed its row');
-is($committed_overlaps, 0, 'no two committed sections of one lock overlap from acquisition to commit');
+is($recorded, $attempts, 'every cycle is recorded');
+is($overlaps, 0, 'no two critical sections of one lock overlap, nor three of one semaphore');
+is($missing, 0, 'every completed cycle committed its row');
+is($in_doubt_unexplained, 0, 'a committed row of a failed cycle only where the backend went away');
+is($committed_overlaps, 0, 'no two committed sections of one lock overlap from acquisition to commit, nor three of one semaphore');
 is($disorder, 0, 'tokens increase in acquisition order');
-ok($events{kill} + $events{pause} + $events{pause_all} > 0, 'the nemesis struck');
-ok($events{freeze} > 0, 'the nemesis froze holders');
+ok($handoffs > 0, 'hand-offs were judged outside faults');
+is($lost_wakeups, 0, 'no lost wake-ups');
+ok($faults{kill} + $faults{pause} + $faults{pause_all} > 0, 'the nemesis struck servers');
+ok($faults{freeze} > 0, 'the nemesis froze holders');
+ok($faults{cut} > 0, 'the nemesis cut a backend off');
+ok($faults{terminate} > 0 && $reconnects > 0,
+	'the nemesis terminated backends, and their workers reconnected');
+
+# The sweep that counts overlaps finds the ones it is shown: two sections
+# of a lock, three of a semaphore, and none where one ends as one starts.
+$rec->safe_psql('postgres', q{
+	CREATE TABLE probe (lock text, t_start float8, t_end float8);
+	INSERT INTO probe VALUES ('check-p', 0, 2), ('check-p', 1, 3), ('check-p', 3, 4),
+	  ('sem-p', 0, 5), ('sem-p', 1, 5), ('sem-p', 5, 6), ('sem-p', 2, 5)});
+is(excess('probe', 't_start', 't_end'), 2, 'the overlap sweep finds overlaps');
 
 $rec->stop('fast');
 $_->stop('fast') for @clusters;
+$_->stop for values %proxy;
 $zk->stop;
 done_testing();

@@ -114,13 +114,14 @@ LABEL = {
     "floor-read": "floor-read  C client, one get_children",
     "zklock": "zklock      zk_lock + zk_unlock",
     "zklock-xact": "zklock-xact BEGIN; zk_xact_lock; COMMIT",
+    "zklock-async": "zklock-async the same, synchronous_release off",
     "curator": "curator     InterProcessMutex",
     "kazoo": "kazoo       Lock",
     "pg-advisory": "pg-advisory pg_advisory_lock(_unlock)",
 }
 LABEL_HANDOFF = dict(LABEL, floor="floor       C client, leanest recipe")
 LABEL_DISTINCT = dict(LABEL)
-PEERS = ["floor", "zklock", "zklock-xact", "curator", "kazoo", "pg-advisory"]
+PEERS = ["floor", "zklock", "zklock-xact", "zklock-async", "curator", "kazoo", "pg-advisory"]
 
 res = {}
 resd = {}
@@ -128,7 +129,7 @@ for fig in ("cycle", "handoff", "distinct"):
     for who in PEERS + (["floor-async", "floor-read"] if fig == "cycle" else []):
         res[fig, who] = Result(fig, who)
         resd[fig, who] = Result(fig, who, "d", DROUNDS)
-LAT_PEERS = ["floor", "zklock", "curator", "kazoo", "pg-advisory", "zklock-sem",
+LAT_PEERS = ["floor", "zklock", "zklock-async", "curator", "kazoo", "pg-advisory", "zklock-sem",
              "curator-sem"]
 CRON_PEERS = ["floor", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
 for who in LAT_PEERS:
@@ -140,6 +141,7 @@ for who in CRON_PEERS:
 LABEL_LAT = {
     "floor": "floor       C client, delete -> watch event",
     "zklock": "zklock      zk_unlock sent -> zk_lock returns",
+    "zklock-async": "zklock-async the same, synchronous_release off",
     "curator": "curator     release() -> acquire() returns",
     "kazoo": "kazoo       release() -> acquire() returns",
     "pg-advisory": "pg-advisory pg_advisory_unlock -> _lock returns",
@@ -264,6 +266,18 @@ emit("6d. hand-off latency (settle 3 ms + 6 x the one-way delay)")
 figure_rows("latency", LABEL_LAT, True, resd, LAT_PEERS)
 emit("7d. cron-job pattern (PostgreSQL local, ZooKeeper and the central PostgreSQL at the distance)")
 figure_rows("cron", LABEL_CRON, True, resd, CRON_PEERS)
+emit()
+
+# the cost of a release that has happened when it returns
+emit("8. synchronous release: zklock (zklock.synchronous_release = on, the default) vs"
+     " zklock-async (off)")
+for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
+    on, off = rs["cycle", "zklock"], rs["cycle", "zklock-async"]
+    hon, hoff = rs["handoff", "zklock"], rs["handoff", "zklock-async"]
+    emit("  %-16s uncontended cycle p50 %s vs %s ms (%s); contended hand-off %s vs %s"
+         % (where + ":", ms(on.p50) if on.ok else "-", ms(off.p50) if off.ok else "-",
+            ratio(on.p50, off.p50) if on.ok and off.ok else "-",
+            "%.0f/s" % hon.rate if hon.ok else "-", "%.0f/s" % hoff.rate if hoff.ok else "-"))
 emit()
 
 # herd

@@ -19,7 +19,8 @@
 # New figures at both distances: the hand-off latency (unlock sent -> the
 # waiter's lock returns; also for a one-lease semaphore, zklock and Curator)
 # and the cron-job pattern (new connection, lock,
-# unlock, disconnect).
+# unlock, disconnect).  zklock-async is zklock with
+# zklock.synchronous_release = off: what waiting for the release costs.
 #
 # Settings (environment): BENCH_ROUNDS (3), BENCH_CYCLES (600 per round),
 # BENCH_SECONDS (3 per run), BENCH_HERD (500 waiters), BENCH_DELAY_MS (2),
@@ -231,15 +232,19 @@ D_CENTRAL_PORT=$1
 CI_ZK_D="$CI_ZK options='-c zklock.hosts=$D_HOSTS'"
 CI_CENTRAL_D="host=127.0.0.1 port=$D_CENTRAL_PORT user=postgres dbname=postgres"
 CI_PRELOADED_D="$CI_CENTRAL options='-c zklock.hosts=$D_HOSTS'"
+# zklock-async: releases that return before the ensemble answers them
+ASYNC="-c zklock.synchronous_release=off"
+CI_ZK_ASYNC="$CI_ZK options='$ASYNC'"
+CI_ZK_ASYNC_D="$CI_ZK options='-c zklock.hosts=$D_HOSTS $ASYNC'"
 
 # at_distance 0|1: the hosts and conninfos the contenders use
 at_distance() {
 	if [ "$1" = 1 ]; then
-		H=$D_HOSTS CZ=$CI_ZK_D CC=$CI_CENTRAL_D CPRE=$CI_PRELOADED_D
+		H=$D_HOSTS CZ=$CI_ZK_D CC=$CI_CENTRAL_D CPRE=$CI_PRELOADED_D CZA=$CI_ZK_ASYNC_D
 		CYC=$DCYCLES WRM=20 JW=100 LN=$((LAT_N / 2)) CN=$((CRON_N / 2))
 		SETTLE=$((3000 + 6000 * DELAY_MS))
 	else
-		H=$HOSTS CZ=$CI_ZK CC=$CI_CENTRAL CPRE=$CI_CENTRAL
+		H=$HOSTS CZ=$CI_ZK CC=$CI_CENTRAL CPRE=$CI_CENTRAL CZA=$CI_ZK_ASYNC
 		CYC=$CYCLES WRM=$WARM JW=$JWARM LN=$LAT_N CN=$CRON_N
 		SETTLE=3000
 	fi
@@ -290,11 +295,13 @@ run_one() {
 	cycle.floor-read) set -- "$W/bin/zk_floor" read "$H" $WRM "$CYC" "$out" ;;
 	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zklock $WRM "$CYC" "$out" ;;
 	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CZ" zkxact $WRM "$CYC" "$out" ;;
+	cycle.zklock-async) set -- "$W/bin/pg_client" cycle "$CZA" zklock $WRM "$CYC" "$out" ;;
 	cycle.pg-advisory) set -- "$W/bin/pg_client" cycle "$CC" advisory $WRM "$CYC" "$out" ;;
 	cycle.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench cycle "$H" $JW "$CYC" "$out" ;;
 	cycle.kazoo) set -- $PY "$B/kazoo_bench.py" cycle "$H" $WRM "$CYC" "$out" ;;
 	latency.floor) set -- "$W/bin/zk_floor" latency "$H" 10 "$LN" "$out" ;;
 	latency.zklock) set -- "$W/bin/pg_client" latency "$CZ" zklock 10 "$LN" "$SETTLE" "$out" ;;
+	latency.zklock-async) set -- "$W/bin/pg_client" latency "$CZA" zklock 10 "$LN" "$SETTLE" "$out" ;;
 	latency.pg-advisory) set -- "$W/bin/pg_client" latency "$CC" advisory 10 "$LN" "$SETTLE" "$out" ;;
 	latency.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench latency "$H" 100 "$LN" "$SETTLE" "$out" ;;
 	latency.kazoo) set -- $PY "$B/kazoo_bench.py" latency "$H" 10 "$LN" "$SETTLE" "$out" ;;
@@ -308,6 +315,7 @@ run_one() {
 	*.floor) set -- "$W/bin/zk_floor" "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
 	*.zklock) set -- "$W/bin/pg_client" "$fig" "$CZ" zklock "$N_CLIENTS" "$SECS" "$out" ;;
 	*.zklock-xact) set -- "$W/bin/pg_client" "$fig" "$CZ" zkxact "$N_CLIENTS" "$SECS" "$out" ;;
+	*.zklock-async) set -- "$W/bin/pg_client" "$fig" "$CZA" zklock "$N_CLIENTS" "$SECS" "$out" ;;
 	*.pg-advisory) set -- "$W/bin/pg_client" "$fig" "$CC" advisory "$N_CLIENTS" "$SECS" "$out" ;;
 	*.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
 	*.kazoo) set -- $PY "$B/kazoo_bench.py" "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
@@ -338,7 +346,7 @@ run_one() {
 	fi
 }
 
-CONTENDERS="floor zklock zklock-xact curator kazoo pg-advisory"
+CONTENDERS="floor zklock zklock-xact zklock-async curator kazoo pg-advisory"
 rotate() {  # rotate the list by $1 places
 	n=$1
 	shift
@@ -351,7 +359,7 @@ rotate() {  # rotate the list by $1 places
 	echo "$@"
 }
 
-LAT_CONTENDERS="floor zklock curator kazoo pg-advisory zklock-sem curator-sem"
+LAT_CONTENDERS="floor zklock zklock-async curator kazoo pg-advisory zklock-sem curator-sem"
 CRON_CONTENDERS="floor zklock zklock-preloaded pg-connect pg-advisory"
 
 # run_round K TAG: every figure once, contender order rotated by K

@@ -308,7 +308,6 @@ static void
 lockset_await_releases(ZklReleaseAt at)
 {
 	int			timeout_ms;
-
 	bool		released = zkl_released;
 
 	zkl_released = false;

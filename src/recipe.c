@@ -318,6 +318,40 @@ recipe_children(ZklRecipe *r, ZklOp *list, ZklChild **out)
 	return nkids;
 }
 
+/*
+ * Delete the strays of this session in a listing: nodes with its prefix
+ * that it neither holds nor waits with.  Such a node is a create that
+ * landed after this backend gave it up (its reply lost, and the sweep by
+ * its prefix ran before it landed, as after a whole-ensemble pause), or a
+ * release whose delete could not be queued.  Nobody holds it, yet it would
+ * block everyone queued behind it for as long as this session lives.
+ * Returns the listing without them.
+ */
+static int
+recipe_drop_strays(ZklRecipe *r, ZklChild *kids, int nkids, const char *own)
+{
+	int			keep = 0;
+
+	for (int i = 0; i < nkids; i++)
+	{
+		char	   *path;
+
+		if (kids[i].ours && strcmp(kids[i].name, own) != 0)
+		{
+			path = psprintf("%s/%s", r->dir, kids[i].name);
+			if (!zkl_session_tracks(path))
+			{
+				zkl_session_release(path);
+				pfree(path);
+				continue;
+			}
+			pfree(path);
+		}
+		kids[keep++] = kids[i];
+	}
+	return keep;
+}
+
 /* Order the listing and find what, if anything, we must wait for. */
 static ZklRecipeState
 recipe_decide(ZklRecipe *r)
@@ -343,6 +377,7 @@ recipe_decide(ZklRecipe *r)
 
 	nkids = recipe_children(r, r->list, &kids);
 	recipe_drop(&r->list);
+	nkids = recipe_drop_strays(r, kids, nkids, own);
 	for (int i = 0; i < nkids; i++)
 		if (strcmp(kids[i].name, own) == 0)
 			self = i;

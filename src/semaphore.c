@@ -159,6 +159,23 @@ sem_raise_self_deadlock(ZklSem *s, int mine)
 }
 
 /*
+ * A lease of this session that it neither holds nor waits with is a
+ * stray (see the lock recipe's recipe_drop_strays): delete it and do not
+ * count it.  Returns whether name was one.
+ */
+static bool
+sem_drop_stray(ZklSem *s, const char *name)
+{
+	char	   *path = psprintf("%s/%s", s->leases, name);
+	bool		stray = !zkl_session_tracks(path);
+
+	if (stray)
+		zkl_session_release(path);
+	pfree(path);
+	return stray;
+}
+
+/*
  * Count the leases in s->list (a plain listing, or one that set the child
  * watch): at most max_leases children, ours among them, and we hold.  All
  * children count, as in Curator.
@@ -171,6 +188,7 @@ sem_count(ZklSem *s, bool watching)
 	char	  **names;
 	int			n;
 	int			mine = 0;
+	int			leases;
 	bool		present = false;
 	const char *prefix = zkl_session_own_prefix();
 
@@ -186,11 +204,18 @@ sem_count(ZklSem *s, bool watching)
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(s->list, "list", s->leases);
 	n = zkl_session_op_children(s->list, &names);
+	leases = n;
 	for (int i = 0; i < n; i++)
 	{
+		bool		ours = strncmp(names[i], prefix, strlen(prefix)) == 0;
+
 		present |= strcmp(names[i], own) == 0;
-		mine += strncmp(names[i], prefix, strlen(prefix)) == 0;
+		if (ours && strcmp(names[i], own) != 0 && sem_drop_stray(s, names[i]))
+			leases--;
+		else
+			mine += ours;
 	}
+	n = leases;
 	sem_drop(&s->list);
 	if (!present)
 		sem_raise_vanished(s);

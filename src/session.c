@@ -711,6 +711,19 @@ zkl_session_release(const char *path)
 		session_issue_cleanups();
 }
 
+/* Whether path is a node this session created and still holds or queues. */
+bool
+zkl_session_tracks(const char *path)
+{
+	bool		found = false;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	for (ZklNode *n = zkl_shared.nodes; n && !found; n = n->next)
+		found = strcmp(n->path, path) == 0;
+	pthread_mutex_unlock(&zkl_shared.mu);
+	return found;
+}
+
 static void
 session_unwatch(ZklCleanupKind kind, const char *path)
 {

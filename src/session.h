@@ -102,6 +102,7 @@ extern void zkl_session_raise(ZklOp *op, const char *what, const char *path)
 
 extern void zkl_session_adopt_node(const char *path);
 extern void zkl_session_release(const char *path);
+extern bool zkl_session_tracks(const char *path);
 extern bool zkl_session_releases_pending(void);
 extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms);
 extern void zkl_session_unwatch(const char *path);

@@ -33,8 +33,9 @@
 #   - every cycle completed or failed, every completed cycle committed its
 #     row (a row whose commit the worker could not hear of is "in doubt");
 #   - lost wake-ups: when a lock was released while someone waited for it,
-#     the next holder got it within LOST_WAKEUP_S, unless a fault was under
-#     way or had ended less than two session timeouts before.
+#     the next holder got it within LOST_WAKEUP_S of the release, or of the
+#     moment the last fault before had settled (two session timeouts after
+#     its end), whichever came later.
 # The summary is printed whatever happens (and written to
 # ZKLOCK_CHECK_SUMMARY when set); every process the checker starts is
 # stopped by PID at the end, however it ends.
@@ -447,20 +448,23 @@ my $in_doubt_unexplained = $sql->(q{
 	 WHERE a.outcome <> 'committed' AND a.outcome NOT LIKE 'failed: backend gone%'});
 
 # Hand-offs: each acquisition of an exclusive lock after the previous
-# holder's release, by someone who was already waiting then.
+# holder's release, by someone who was already waiting then.  The lock is
+# due from the release on, or from when the last fault before the
+# acquisition had settled, whichever is later; an acquisition more than
+# LOST_WAKEUP_S after that is a lost wake-up (or a lock nobody could take
+# for that long, which a waiter cannot tell apart).
 $rec->safe_psql('postgres', qq{
 	CREATE VIEW handoffs AS
-	SELECT * FROM (
-	  SELECT lock, t_call, t_start,
-	         lag(t_release) OVER (PARTITION BY lock ORDER BY t_start) AS released,
-	         lag(t_start) OVER (PARTITION BY lock ORDER BY t_start) AS prev_start
-	    FROM acq WHERE kind <> 'sem' AND t_start IS NOT NULL) h
-	 WHERE released IS NOT NULL AND t_call < released AND t_start >= released
-	   AND NOT EXISTS (SELECT 1 FROM faults f
-	                    WHERE f.t_begin < h.t_start AND f.t_end + $SETTLE_S > h.prev_start)});
+	SELECT h.*, greatest(released, (SELECT max(f.t_end + $SETTLE_S) FROM faults f
+	                                  WHERE f.t_begin < h.t_start)) AS due
+	  FROM (SELECT lock, t_call, t_start,
+	               lag(t_release) OVER (PARTITION BY lock ORDER BY t_start) AS released
+	          FROM acq WHERE kind <> 'sem' AND t_start IS NOT NULL) h
+	 WHERE released IS NOT NULL AND t_call < released AND t_start >= released});
 my ($handoffs, $longest_gap, $lost_wakeups) = split /\|/, $sql->(qq{
-	SELECT count(*), coalesce(round(max(t_start - released)::numeric, 3), 0),
-	       count(*) FILTER (WHERE t_start - released > $LOST_WAKEUP_S) FROM handoffs});
+	SELECT count(*) FILTER (WHERE due = released),
+	       coalesce(round(max(t_start - due)::numeric, 3), 0),
+	       count(*) FILTER (WHERE t_start - due > $LOST_WAKEUP_S) FROM handoffs});
 
 my $commit = $ENV{ZKLOCK_CHECK_COMMIT} // 'unknown';
 my @summary = (
@@ -476,7 +480,7 @@ my @summary = (
 	  . ($nemesis_error ne '' ? "; the nemesis failed: $nemesis_error" : ''),
 	"checker: overlaps $overlaps, committed rows $committed, overlapping from acquisition to commit $committed_overlaps, tokens out of order $disorder",
 	"checker: completed cycles without their row $missing; rows committed although the worker saw the cycle fail (in doubt) $in_doubt",
-	"checker: hand-offs outside faults $handoffs, longest gap ${longest_gap} s, lost wake-ups (gap > ${LOST_WAKEUP_S} s) $lost_wakeups",
+	"checker: hand-offs outside faults $handoffs, longest wait past due ${longest_gap} s, lost wake-ups (> ${LOST_WAKEUP_S} s) $lost_wakeups",
 );
 diag($_) for @summary;
 if (my $f = $ENV{ZKLOCK_CHECK_SUMMARY})

@@ -587,6 +587,14 @@ zkl_session_await_watch(const ZklWatchMark *mark, TimestampTz deadline)
 	return session_wait(session_watch_fired, (void *) mark, deadline);
 }
 
+/* zkl_session_await_watch, reported as kind (ZkLock, ZkSemaphore, ...). */
+bool
+zkl_session_await_watch_as(ZklWaitKind kind, const ZklWatchMark *mark,
+						   TimestampTz deadline)
+{
+	return session_wait_as(kind, session_watch_fired, (void *) mark, deadline);
+}
+
 /*
  * Whether the ensemble notified the deletion of path since the mark: the
  * last deletion notified is kept, so a later notification of another node

@@ -9,6 +9,10 @@
  * work while a backend waits for a lock.  session_drain is the one wait
  * without the latch: at exit, where interrupts no longer matter.
  *
+ * Each wait reports what it waits for (ZklWaitKind); from PostgreSQL 17 on
+ * pg_stat_activity shows it by name.  The names are registered on the
+ * backend's first wait, not in _PG_init, which may run in the postmaster.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,19 +26,36 @@
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "session_int.h"
 
 static WaitEventSet *zkl_wait_set = NULL;
 
-/* The wait set and eventfd live as long as the backend. */
+/* pg_stat_activity's wait_event for each ZklWaitKind (PostgreSQL 17 on). */
+static const char *const zkl_wait_names[ZKL_WAIT_KINDS] = {
+	[ZKL_WAIT_REQUEST] = "ZkRequest",
+	[ZKL_WAIT_CONNECT] = "ZkConnect",
+	[ZKL_WAIT_LOCK] = "ZkLock",
+	[ZKL_WAIT_SEMAPHORE] = "ZkSemaphore",
+	[ZKL_WAIT_PROOF] = "ZkProof",
+	[ZKL_WAIT_RELEASE] = "ZkRelease",
+};
+static uint32 zkl_wait_events[ZKL_WAIT_KINDS];
+static ZklWaitKind zkl_wait_kind = ZKL_WAIT_REQUEST;
+
+/*
+ * The wait set and eventfd live as long as the backend.  The wait events
+ * are looked up first: that may raise, and then nothing is left to undo.
+ */
 void
 session_init_waiting(void)
 {
 	if (zkl_wait_set != NULL)
 		return;
+	for (int i = 0; i < ZKL_WAIT_KINDS; i++)
+		zkl_wait_events[i] = zkl_compat_wait_event(zkl_wait_names[i]);
 	if (!AcquireExternalFD())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
@@ -48,7 +69,7 @@ session_init_waiting(void)
 				(errcode_for_file_access(),
 				 errmsg("could not create eventfd: %m")));
 	}
-	zkl_wait_set = CreateWaitEventSet(TopMemoryContext, 3);
+	zkl_wait_set = zkl_compat_wait_event_set(3);
 	AddWaitEventToSet(zkl_wait_set, WL_LATCH_SET, PGINVALID_SOCKET,
 					  MyLatch, NULL);
 	AddWaitEventToSet(zkl_wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
@@ -95,13 +116,46 @@ session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
 		}
 
 		if (WaitEventSetWait(zkl_wait_set, timeout, &ev, 1,
-							 PG_WAIT_EXTENSION) > 0 &&
+							 zkl_wait_events[zkl_wait_kind]) > 0 &&
 			(ev.events & WL_SOCKET_READABLE))
 			session_read_eventfd();
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 		session_flush_log();
 	}
+}
+
+/*
+ * Set what the following waits report, returning what they reported
+ * before, for the caller to restore.
+ */
+ZklWaitKind
+zkl_session_wait_kind(ZklWaitKind kind)
+{
+	ZklWaitKind prev = zkl_wait_kind;
+
+	zkl_wait_kind = kind;
+	return prev;
+}
+
+/* session_wait reported as kind; the kind before is restored, on error too. */
+bool
+session_wait_as(ZklWaitKind kind, bool (*ready) (void *), void *arg,
+				TimestampTz deadline)
+{
+	ZklWaitKind prev = zkl_session_wait_kind(kind);
+	bool		ok;
+
+	PG_TRY();
+	{
+		ok = session_wait(ready, arg, deadline);
+	}
+	PG_FINALLY();
+	{
+		zkl_session_wait_kind(prev);
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 static bool

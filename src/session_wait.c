@@ -125,39 +125,6 @@ session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
 	}
 }
 
-/*
- * Set what the following waits report, returning what they reported
- * before, for the caller to restore.
- */
-ZklWaitKind
-zkl_session_wait_kind(ZklWaitKind kind)
-{
-	ZklWaitKind prev = zkl_wait_kind;
-
-	zkl_wait_kind = kind;
-	return prev;
-}
-
-/* session_wait reported as kind; the kind before is restored, on error too. */
-bool
-session_wait_as(ZklWaitKind kind, bool (*ready) (void *), void *arg,
-				TimestampTz deadline)
-{
-	ZklWaitKind prev = zkl_session_wait_kind(kind);
-	bool		ok;
-
-	PG_TRY();
-	{
-		ok = session_wait(ready, arg, deadline);
-	}
-	PG_FINALLY();
-	{
-		zkl_session_wait_kind(prev);
-	}
-	PG_END_TRY();
-	return ok;
-}
-
 static bool
 session_all_answered(void)
 {
@@ -192,4 +159,37 @@ session_drain(int timeout_ms)
 			return;
 		session_read_eventfd();
 	}
+}
+
+/*
+ * Set what the following waits report, returning what they reported
+ * before, for the caller to restore.
+ */
+ZklWaitKind
+zkl_session_wait_kind(ZklWaitKind kind)
+{
+	ZklWaitKind prev = zkl_wait_kind;
+
+	zkl_wait_kind = kind;
+	return prev;
+}
+
+/* session_wait reported as kind; the kind before is restored, on error too. */
+bool
+session_wait_as(ZklWaitKind kind, bool (*ready) (void *), void *arg,
+				TimestampTz deadline)
+{
+	ZklWaitKind prev = zkl_session_wait_kind(kind);
+	bool		ok;
+
+	PG_TRY();
+	{
+		ok = session_wait(ready, arg, deadline);
+	}
+	PG_FINALLY();
+	{
+		zkl_session_wait_kind(prev);
+	}
+	PG_END_TRY();
+	return ok;
 }

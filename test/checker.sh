@@ -1,22 +1,19 @@
 #!/bin/sh
 # The mutual-exclusion checker (test/t/070_checker.pl) for longer runs:
 #   sh test/checker.sh [SECONDS [CLUSTERS [BACKENDS [LOCKS]]]]
-# e.g. sh test/checker.sh 1800 3 16 4.  Builds and installs zklock first
-# (for $PG_CONFIG, else the pg_config on PATH);
+# e.g. sh test/checker.sh 1800 3 16 4.  Builds and installs zklock first;
 # prints the cycles done and failed and the overlaps found (must be 0).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-pgc=${PG_CONFIG:-pg_config}
-make -s PG_CONFIG="$pgc" PG_CFLAGS="-Wall -Wextra -Werror" >/dev/null &&
-	make -s PG_CONFIG="$pgc" install >/dev/null
+make -s PG_CFLAGS="-Wall -Wextra -Werror" >/dev/null && make -s install >/dev/null
 
-pgxs=$(dirname "$("$pgc" --pgxs)")
+pgxs=$(dirname "$(pg_config --pgxs)")
 export ZKLOCK_CHECK_SECONDS="${1:-300}" ZKLOCK_CHECK_CLUSTERS="${2:-2}"
 export ZKLOCK_CHECK_BACKENDS="${3:-8}" ZKLOCK_CHECK_LOCKS="${4:-2}"
 export PG_REGRESS="$pgxs/../test/regress/pg_regress"
-export PATH="$("$pgc" --bindir):$PATH"
+export PATH="$(pg_config --bindir):$PATH"
 
 work="$top"
 run="env"
@@ -28,8 +25,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 cd "$work"
 rm -rf tmp_check
-$run PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDATADIR="$work/tmp_check" \
-	TESTLOGDIR="$work/tmp_check/log" ZKLOCK_CHECK_SECONDS="$ZKLOCK_CHECK_SECONDS" \
+$run PATH="$PATH" PG_REGRESS="$PG_REGRESS" ZKLOCK_CHECK_SECONDS="$ZKLOCK_CHECK_SECONDS" \
 	ZKLOCK_CHECK_CLUSTERS="$ZKLOCK_CHECK_CLUSTERS" ZKLOCK_CHECK_BACKENDS="$ZKLOCK_CHECK_BACKENDS" \
 	ZKLOCK_CHECK_LOCKS="$ZKLOCK_CHECK_LOCKS" \
 	prove -I "$pgxs/../test/perl" -I test/perl test/t/070_checker.pl

@@ -587,12 +587,27 @@ zkl_session_await_watch(const ZklWatchMark *mark, TimestampTz deadline)
 	return session_wait(session_watch_fired, (void *) mark, deadline);
 }
 
-/* zkl_session_await_watch, reported as kind (ZkLock, ZkSemaphore, ...). */
+/*
+ * zkl_session_await_watch, reported as kind (ZkLock, ZkSemaphore, ...);
+ * the kind before is restored, on error too.
+ */
 bool
 zkl_session_await_watch_as(ZklWaitKind kind, const ZklWatchMark *mark,
 						   TimestampTz deadline)
 {
-	return session_wait_as(kind, session_watch_fired, (void *) mark, deadline);
+	ZklWaitKind prev = zkl_session_wait_kind(kind);
+	volatile bool fired = false;
+
+	PG_TRY();
+	{
+		fired = zkl_session_await_watch(mark, deadline);
+	}
+	PG_FINALLY();
+	{
+		zkl_session_wait_kind(prev);
+	}
+	PG_END_TRY();
+	return fired;
 }
 
 /*

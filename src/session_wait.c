@@ -180,7 +180,7 @@ session_wait_as(ZklWaitKind kind, bool (*ready) (void *), void *arg,
 				TimestampTz deadline)
 {
 	ZklWaitKind prev = zkl_session_wait_kind(kind);
-	bool		ok;
+	volatile bool ok = false;
 
 	PG_TRY();
 	{

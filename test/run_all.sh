@@ -118,7 +118,9 @@ run_major() {
 }
 
 for pgc in "$@"; do
+	start=$(date +%s)
 	run_major "$pgc"
+	echo "== $pgc: $(($(date +%s) - start)) s"
 done
 
 echo "$passed passed, $failed failed"

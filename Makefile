@@ -4,8 +4,14 @@
 #   make            build (PGXS)
 #   make demo       ZooKeeper ensemble + two PostgreSQL clusters, see README
 #   make demo-stop  stop what make demo started
-#   make test       every test suite; ends with "N passed, N failed"
+#   make test       every test suite on PostgreSQL 15 and 18; ends with
+#                   "N passed, N failed"
 #   make bench      benchmarks under bench/
+#
+# Which PostgreSQL: PG_CONFIG=/path/to/pg_config, as for any PGXS extension;
+# or PG=15 (Debian's) or PG=18 (built from Debian's source package into
+# $(ZKLOCK_PG_CACHE)/pg/18 by test/build_pg.sh, which make deps runs when
+# 18 is wanted).  make test without either runs on 15 and on 18.
 
 EXTENSION = zklock
 EXTVERSION = 1.1
@@ -21,7 +27,7 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # MODULE_big, not MODULES: PGXS ignores SHLIB_LINK for MODULES.  The
 # multithreaded client sends heartbeats while the backend is busy.
 SHLIB_LINK = -lzookeeper_mt
-PG_CPPFLAGS = -DTHREADED
+PG_CPPFLAGS = -DTHREADED -DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.
 with_llvm = no
 
@@ -29,6 +35,11 @@ with_llvm = no
 # test/run_regress.sh with a one-server ensemble.
 REGRESS = zklock_api zklock_scopes zklock_errors zklock_parity zklock_upgrade
 
+ZKLOCK_PG_CACHE ?= /var/cache/zklock
+pg_config_of = $(if $(filter 15,$(1)),/usr/lib/postgresql/15/bin/pg_config,$(ZKLOCK_PG_CACHE)/pg/$(1)/bin/pg_config)
+ifneq ($(PG),)
+PG_CONFIG = $(call pg_config_of,$(PG))
+endif
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifeq ($(PGXS),)
@@ -46,6 +57,14 @@ override CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I$(includedir_server)%,
 	$(filter-out -I$(includedir_server)%,$(CPPFLAGS))
 endif
 
+# Export only what PostgreSQL looks up (src/compat.h marks it): PGXS
+# compiles modules with -fvisibility=hidden from 16 on, 15's does not.
+ifneq ($(PGXS),)
+ifeq ($(CFLAGS_SL_MODULE),)
+override CFLAGS += -fvisibility=hidden
+endif
+endif
+
 # PGXS tracks no header dependencies: every object is rebuilt when any of
 # the extension's headers changes (a struct that changes size under an
 # object built before would corrupt memory).
@@ -53,14 +72,28 @@ $(OBJS): $(wildcard src/*.h)
 
 .PHONY: deps demo demo-stop test unit bench
 
+# The majors make test runs on: PG=, else the PG_CONFIG given, else 15 and
+# 18.  make deps builds PostgreSQL 18 only when one of them is 18.
+ifneq ($(PG),)
+TEST_PG_CONFIGS = $(PG_CONFIG)
+else ifneq ($(filter command line environment,$(origin PG_CONFIG)),)
+TEST_PG_CONFIGS = $(PG_CONFIG)
+else ifneq ($(filter test,$(MAKECMDGOALS)),)
+TEST_PG_CONFIGS = $(call pg_config_of,15) $(call pg_config_of,18)
+else
+TEST_PG_CONFIGS = $(call pg_config_of,15)
+endif
+BUILD_MAJORS = $(patsubst $(ZKLOCK_PG_CACHE)/pg/%/bin/pg_config,%,$(filter $(ZKLOCK_PG_CACHE)/pg/%,$(TEST_PG_CONFIGS)))
+
 deps:
 	@sh test/deps.sh
+	@for m in $(BUILD_MAJORS); do sh test/build_pg.sh $$m >/dev/null || exit 1; done
 
 demo: deps
-	@sh test/demo.sh start
+	@PG_CONFIG=$(firstword $(TEST_PG_CONFIGS)) sh test/demo.sh start
 
 demo-stop:
-	@sh test/demo.sh stop
+	@PG_CONFIG=$(firstword $(TEST_PG_CONFIGS)) sh test/demo.sh stop
 
 # Unit tests of the pure C helpers (no PostgreSQL, no ZooKeeper).
 # The owner parser reads data written by any client: it is fuzzed under
@@ -77,7 +110,7 @@ test/unit/test_owner: test/unit/test_owner.c test/unit/tap.h src/owner.c src/own
 		-fno-sanitize-recover=all -I src -o $@ test/unit/test_owner.c src/owner.c
 
 test: deps
-	@sh test/run_all.sh
+	@sh test/run_all.sh $(TEST_PG_CONFIGS)
 
 bench: deps
 	@sh bench/run.sh

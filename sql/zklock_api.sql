@@ -4,7 +4,14 @@
 -- properties are shown.
 --
 CREATE EXTENSION zklock;
-\dx+ zklock
+-- Its members, as \dx+ lists them, less the view's row type and its array:
+-- PostgreSQL 18 makes them members of the extension too, 15 does not.
+SELECT pg_describe_object(classid, objid, 0) AS member
+  FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock')
+   AND pg_describe_object(classid, objid, 0) NOT IN ('type zk_locks', 'type zk_locks[]')
+ ORDER BY 1;
 
 -- exclusive session lock: a positive token, the same on re-entry
 SELECT zk_lock('api-a') AS tok \gset

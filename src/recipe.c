@@ -551,7 +551,7 @@ recipe_wait(ZklRecipe *r)
 	bool		search;
 	TimestampTz until = zkl_deadlock_wait_until(&r->dl, r->deadline, &search);
 
-	if (zkl_session_await_watch(&r->mark, until))
+	if (zkl_session_await_watch_as(ZKL_WAIT_LOCK, &r->mark, until))
 	{
 		/*
 		 * The hand-off: when the node we waited for was the only one ahead

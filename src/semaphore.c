@@ -250,7 +250,7 @@ sem_wait(ZklSem *s)
 	bool		search;
 	TimestampTz until = zkl_deadlock_wait_until(&s->dl, s->deadline, &search);
 
-	if (zkl_session_await_watch(&s->mark, until))
+	if (zkl_session_await_watch_as(ZKL_WAIT_SEMAPHORE, &s->mark, until))
 	{
 		s->list = zkl_session_children(s->leases);
 		return SS_DECIDE;

@@ -31,7 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/base64.h"
 #include "common/cryptohash.h"
 #include "common/sha1.h"
 #include "miscadmin.h"
@@ -39,6 +38,7 @@
 #include "storage/ipc.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "session_int.h"
 
@@ -360,7 +360,7 @@ session_resolve(void)
 	pthread_detach(thread);
 	PG_TRY();
 	{
-		session_wait(session_resolved, r,
+		session_wait_as(ZKL_WAIT_CONNECT, session_resolved, r,
 					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												 zkl_connect_timeout));
 	}
@@ -416,7 +416,7 @@ session_set_digest(void)
 		pg_cryptohash_final(ctx, hash, sizeof(hash)) < 0)
 		elog(ERROR, "could not compute SHA-1 digest");
 	pg_cryptohash_free(ctx);
-	len = pg_b64_encode((const char *) hash, sizeof(hash), b64, sizeof(b64) - 1);
+	len = zkl_compat_b64_encode(hash, sizeof(hash), b64, sizeof(b64) - 1);
 	if (len < 0)
 		elog(ERROR, "could not encode SHA-1 digest");
 	snprintf(zkl_shared.own_digest, sizeof(zkl_shared.own_digest),
@@ -562,7 +562,7 @@ session_open(void)
 
 	PG_TRY();
 	{
-		session_wait(session_settled_wait, NULL,
+		session_wait_as(ZKL_WAIT_CONNECT, session_settled_wait, NULL,
 					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												 zkl_connect_timeout));
 	}
@@ -625,7 +625,7 @@ zkl_session_connect(void)
 		session_issue_cleanups();
 		return;
 	}
-	if (!session_wait(session_settled_wait, NULL,
+	if (!session_wait_as(ZKL_WAIT_CONNECT, session_settled_wait, NULL,
 					  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												  zkl_connect_timeout)))
 		ereport(ERROR,

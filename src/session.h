@@ -12,6 +12,8 @@
 #define ZKLOCK_SESSION_H
 
 #include "datatype/timestamp.h"
+
+#include "compat.h"
 #include "names.h"
 
 /* What this backend's session says about one lock node. */
@@ -63,6 +65,24 @@ typedef struct ZklSessionInfo
 	uint64		watch_events;
 } ZklSessionInfo;
 
+/*
+ * What a backend waits for, as pg_stat_activity shows it (wait_event_type
+ * 'Extension'; from PostgreSQL 17 on, wait_event names the kind: ZkRequest,
+ * ZkConnect, ZkLock, ZkSemaphore, ZkProof, ZkRelease).  Waits that set no
+ * kind are ZKL_WAIT_REQUEST.
+ */
+typedef enum ZklWaitKind
+{
+	ZKL_WAIT_REQUEST,			/* the answer to a request */
+	ZKL_WAIT_CONNECT,			/* a session opening or reconnecting */
+	ZKL_WAIT_LOCK,				/* a lock held by another contender */
+	ZKL_WAIT_SEMAPHORE,			/* a lease of a full semaphore */
+	ZKL_WAIT_PROOF,				/* the ensemble confirming the session */
+	ZKL_WAIT_RELEASE			/* the ensemble answering releases */
+} ZklWaitKind;
+
+#define ZKL_WAIT_KINDS (ZKL_WAIT_RELEASE + 1)
+
 extern void zkl_session_connect(void);
 extern uint64 zkl_session_epoch(void);
 extern const char *zkl_session_own_prefix(void);
@@ -88,6 +108,10 @@ extern bool zkl_session_await(ZklOp *op, TimestampTz deadline);
 extern ZklRc zkl_session_answer(ZklOp *op);
 extern bool zkl_session_await_watch(const ZklWatchMark *mark,
 									TimestampTz deadline);
+extern bool zkl_session_await_watch_as(ZklWaitKind kind,
+									   const ZklWatchMark *mark,
+									   TimestampTz deadline);
+extern ZklWaitKind zkl_session_wait_kind(ZklWaitKind kind);
 extern ZklWatchMark zkl_session_op_mark(ZklOp *op);
 extern bool zkl_session_deleted_since(const ZklWatchMark *mark,
 									  const char *path);
@@ -97,8 +121,8 @@ extern const char *zkl_session_op_data(ZklOp *op, int64 *czxid);
 extern bool zkl_session_op_owned(ZklOp *op, int64 *czxid);
 extern char *zkl_session_op_acl_problem(ZklOp *op);
 extern void zkl_session_op_free(ZklOp *op);
-extern void zkl_session_raise(ZklOp *op, const char *what, const char *path)
-			pg_attribute_noreturn();
+pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *what,
+										 const char *path);
 
 extern void zkl_session_adopt_node(const char *path);
 extern void zkl_session_release(const char *path);

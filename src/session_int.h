@@ -119,6 +119,8 @@ extern void session_mark_lost_locked(void);
 extern ZklRc session_rc(int rc);
 
 /* session_wait.c */
+extern bool session_wait_as(ZklWaitKind kind, bool (*ready) (void *),
+							void *arg, TimestampTz deadline);
 extern void session_init_waiting(void);
 extern bool session_wait(bool (*ready) (void *), void *arg,
 						 TimestampTz deadline);

@@ -366,12 +366,12 @@ session_prove_once(TimestampTz deadline)
 	pthread_mutex_unlock(&zkl_shared.mu);
 	if (p == NULL)
 	{
-		session_wait(session_settled_wait, NULL, deadline);
+		session_wait_as(ZKL_WAIT_PROOF, session_settled_wait, NULL, deadline);
 		return false;
 	}
 	PG_TRY();
 	{
-		session_wait(session_proof_answered, p, deadline);
+		session_wait_as(ZKL_WAIT_PROOF, session_proof_answered, p, deadline);
 	}
 	PG_FINALLY();
 	{

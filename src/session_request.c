@@ -588,6 +588,29 @@ zkl_session_await_watch(const ZklWatchMark *mark, TimestampTz deadline)
 }
 
 /*
+ * zkl_session_await_watch, reported as kind (ZkLock, ZkSemaphore, ...);
+ * the kind before is restored, on error too.
+ */
+bool
+zkl_session_await_watch_as(ZklWaitKind kind, const ZklWatchMark *mark,
+						   TimestampTz deadline)
+{
+	ZklWaitKind prev = zkl_session_wait_kind(kind);
+	volatile bool fired = false;
+
+	PG_TRY();
+	{
+		fired = zkl_session_await_watch(mark, deadline);
+	}
+	PG_FINALLY();
+	{
+		zkl_session_wait_kind(prev);
+	}
+	PG_END_TRY();
+	return fired;
+}
+
+/*
  * Whether the ensemble notified the deletion of path since the mark: the
  * last deletion notified is kept, so a later notification of another node
  * hides it and the answer is a safe false.

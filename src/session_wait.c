@@ -9,6 +9,10 @@
  * work while a backend waits for a lock.  session_drain is the one wait
  * without the latch: at exit, where interrupts no longer matter.
  *
+ * Each wait reports what it waits for (ZklWaitKind); from PostgreSQL 17 on
+ * pg_stat_activity shows it by name.  The names are registered on the
+ * backend's first wait, not in _PG_init, which may run in the postmaster.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,19 +26,36 @@
 #include "pgstat.h"
 #include "storage/fd.h"
 #include "storage/latch.h"
-#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "session_int.h"
 
 static WaitEventSet *zkl_wait_set = NULL;
 
-/* The wait set and eventfd live as long as the backend. */
+/* pg_stat_activity's wait_event for each ZklWaitKind (PostgreSQL 17 on). */
+static const char *const zkl_wait_names[ZKL_WAIT_KINDS] = {
+	[ZKL_WAIT_REQUEST] = "ZkRequest",
+	[ZKL_WAIT_CONNECT] = "ZkConnect",
+	[ZKL_WAIT_LOCK] = "ZkLock",
+	[ZKL_WAIT_SEMAPHORE] = "ZkSemaphore",
+	[ZKL_WAIT_PROOF] = "ZkProof",
+	[ZKL_WAIT_RELEASE] = "ZkRelease",
+};
+static uint32 zkl_wait_events[ZKL_WAIT_KINDS];
+static ZklWaitKind zkl_wait_kind = ZKL_WAIT_REQUEST;
+
+/*
+ * The wait set and eventfd live as long as the backend.  The wait events
+ * are looked up first: that may raise, and then nothing is left to undo.
+ */
 void
 session_init_waiting(void)
 {
 	if (zkl_wait_set != NULL)
 		return;
+	for (int i = 0; i < ZKL_WAIT_KINDS; i++)
+		zkl_wait_events[i] = zkl_compat_wait_event(zkl_wait_names[i]);
 	if (!AcquireExternalFD())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
@@ -48,7 +69,7 @@ session_init_waiting(void)
 				(errcode_for_file_access(),
 				 errmsg("could not create eventfd: %m")));
 	}
-	zkl_wait_set = CreateWaitEventSet(TopMemoryContext, 3);
+	zkl_wait_set = zkl_compat_wait_event_set(3);
 	AddWaitEventToSet(zkl_wait_set, WL_LATCH_SET, PGINVALID_SOCKET,
 					  MyLatch, NULL);
 	AddWaitEventToSet(zkl_wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
@@ -66,6 +87,36 @@ session_read_eventfd(void)
 		;
 }
 
+/* Whether ready(arg) holds, checked under mu. */
+static bool
+session_ready(bool (*ready) (void *), void *arg)
+{
+	bool		ok;
+
+	pthread_mutex_lock(&zkl_shared.mu);
+	ok = ready(arg);
+	pthread_mutex_unlock(&zkl_shared.mu);
+	return ok;
+}
+
+/*
+ * Sleep until the latch, the eventfd or the deadline (0: none) wakes us,
+ * reported as event; then reset the latch and drain the eventfd.
+ */
+static void
+session_sleep(TimestampTz deadline, uint32 event)
+{
+	long		timeout = -1;
+	WaitEvent	ev;
+
+	if (deadline != 0)
+		timeout = (long) Max((deadline - GetCurrentTimestamp() + 999) / 1000, 0);
+	if (WaitEventSetWait(zkl_wait_set, timeout, &ev, 1, event) > 0 &&
+		(ev.events & WL_SOCKET_READABLE))
+		session_read_eventfd();
+	ResetLatch(MyLatch);
+}
+
 /*
  * Wait until ready(arg) holds (checked under mu) or the deadline passes
  * (0: no deadline).  Interrupts are served on every wake, so a cancel or
@@ -76,29 +127,11 @@ session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
 {
 	for (;;)
 	{
-		bool		ok;
-		long		timeout = -1;
-		WaitEvent	ev;
-
-		pthread_mutex_lock(&zkl_shared.mu);
-		ok = ready(arg);
-		pthread_mutex_unlock(&zkl_shared.mu);
-		if (ok)
+		if (session_ready(ready, arg))
 			return true;
-		if (deadline != 0)
-		{
-			TimestampTz now = GetCurrentTimestamp();
-
-			if (now >= deadline)
-				return false;
-			timeout = (long) ((deadline - now + 999) / 1000);
-		}
-
-		if (WaitEventSetWait(zkl_wait_set, timeout, &ev, 1,
-							 PG_WAIT_EXTENSION) > 0 &&
-			(ev.events & WL_SOCKET_READABLE))
-			session_read_eventfd();
-		ResetLatch(MyLatch);
+		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
+			return false;
+		session_sleep(deadline, zkl_wait_events[zkl_wait_kind]);
 		CHECK_FOR_INTERRUPTS();
 		session_flush_log();
 	}
@@ -110,20 +143,14 @@ session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
  * raise.  A cancel (pg_cancel_backend, statement_timeout) or a terminate
  * request ends the wait, as it ends a wait for synchronous replication:
  * the cancel is consumed, the terminate left for the next interrupt check.
+ * Reported as a release's wait, the only one of this kind.
  */
 ZklReleaseWait
 session_wait_held(bool (*ready) (void *), void *arg, TimestampTz deadline)
 {
 	for (;;)
 	{
-		bool		ok;
-		TimestampTz now;
-		WaitEvent	ev;
-
-		pthread_mutex_lock(&zkl_shared.mu);
-		ok = ready(arg);
-		pthread_mutex_unlock(&zkl_shared.mu);
-		if (ok)
+		if (session_ready(ready, arg))
 			return ZKL_RELEASE_CONFIRMED;
 		if (ProcDiePending)
 			return ZKL_RELEASE_TERMINATED;
@@ -132,14 +159,9 @@ session_wait_held(bool (*ready) (void *), void *arg, TimestampTz deadline)
 			QueryCancelPending = false;
 			return ZKL_RELEASE_CANCELED;
 		}
-		now = GetCurrentTimestamp();
-		if (now >= deadline)
+		if (GetCurrentTimestamp() >= deadline)
 			return ZKL_RELEASE_TIMED_OUT;
-		if (WaitEventSetWait(zkl_wait_set, (long) ((deadline - now + 999) / 1000),
-							 &ev, 1, PG_WAIT_EXTENSION) > 0 &&
-			(ev.events & WL_SOCKET_READABLE))
-			session_read_eventfd();
-		ResetLatch(MyLatch);
+		session_sleep(deadline, zkl_wait_events[ZKL_WAIT_RELEASE]);
 		session_flush_log();
 	}
 }
@@ -178,4 +200,37 @@ session_drain(int timeout_ms)
 			return;
 		session_read_eventfd();
 	}
+}
+
+/*
+ * Set what the following waits report, returning what they reported
+ * before, for the caller to restore.
+ */
+ZklWaitKind
+zkl_session_wait_kind(ZklWaitKind kind)
+{
+	ZklWaitKind prev = zkl_wait_kind;
+
+	zkl_wait_kind = kind;
+	return prev;
+}
+
+/* session_wait reported as kind; the kind before is restored, on error too. */
+bool
+session_wait_as(ZklWaitKind kind, bool (*ready) (void *), void *arg,
+				TimestampTz deadline)
+{
+	ZklWaitKind prev = zkl_session_wait_kind(kind);
+	volatile bool ok = false;
+
+	PG_TRY();
+	{
+		ok = session_wait(ready, arg, deadline);
+	}
+	PG_FINALLY();
+	{
+		zkl_session_wait_kind(prev);
+	}
+	PG_END_TRY();
+	return ok;
 }

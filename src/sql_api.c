@@ -23,6 +23,7 @@
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "lockset.h"
 #include "owner.h"
 
@@ -341,7 +342,7 @@ api_owner_time(const char *s, Datum *out)
 	if (s == NULL || strlen(s) >= MAXDATELEN ||
 		ParseDateTime(s, workbuf, sizeof(workbuf), field, ftype,
 					  MAXDATEFIELDS, &nf) != 0 ||
-		DecodeDateTime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0 ||
+		zkl_compat_decode_datetime(field, ftype, nf, &dtype, &tt, &fsec, &tz) != 0 ||
 		dtype != DTK_DATE || tm2timestamp(&tt, fsec, &tz, &ts) != 0 ||
 		!IS_VALID_TIMESTAMP(ts))
 		return false;

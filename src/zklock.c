@@ -25,12 +25,11 @@
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "lockset.h"
 
-PG_MODULE_MAGIC;
-
-void		_PG_init(void);
+ZKL_MODULE_MAGIC;
 
 static ProcessUtility_hook_type zkl_prev_utility = NULL;
 static object_access_hook_type zkl_prev_object_access = NULL;

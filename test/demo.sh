@@ -9,13 +9,16 @@
 #
 # Everything lives in $ZKLOCK_DEMO_DIR (default /tmp/zklock-demo).  The
 # clusters run as the unprivileged user "postgres" (initdb refuses root).
+# The PostgreSQL is $PG_CONFIG's (make demo PG=18 sets it), else the
+# pg_config on PATH.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 D=${ZKLOCK_DEMO_DIR:-/tmp/zklock-demo}
 EAST_PORT=${ZKLOCK_DEMO_EAST_PORT:-5441}
 WEST_PORT=${ZKLOCK_DEMO_WEST_PORT:-5442}
-bindir=$(pg_config --bindir)
+pgc=${PG_CONFIG:-pg_config}
+bindir=$("$pgc" --bindir)
 
 as_pg() {
 	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
@@ -36,13 +39,14 @@ stop() {
 psql_on() {
 	port=$1
 	shift
-	psql -X -q -At -h "$D" -p "$port" -U postgres -d postgres "$@"
+	"$bindir/psql" -X -q -At -h "$D" -p "$port" -U postgres -d postgres "$@"
 }
 
 start() {
 	stop
 	echo "== building and installing zklock"
-	(cd "$top" && make -s PG_CFLAGS="-Wall -Wextra -Werror" >/dev/null && make -s install >/dev/null)
+	(cd "$top" && make -s PG_CONFIG="$pgc" PG_CFLAGS="-Wall -Wextra -Werror" >/dev/null &&
+		make -s PG_CONFIG="$pgc" install >/dev/null)
 
 	mkdir -p "$D"
 	echo "== starting a 3-server ZooKeeper ensemble on 127.0.0.1"

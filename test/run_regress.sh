@@ -1,13 +1,14 @@
 #!/bin/sh
 # pg_regress suites against a temporary instance and a one-server ZooKeeper.
 # Run as the unprivileged user, from a copy of the tree it may write to.
-# Usage: test/run_regress.sh TEST...
+# Usage: [PG_CONFIG=/path/to/pg_config] test/run_regress.sh TEST...
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-bindir=$(pg_config --bindir)
-pgxs=$(dirname "$(pg_config --pgxs)")
+pgc=${PG_CONFIG:-pg_config}
+bindir=$("$pgc" --bindir)
+pgxs=$(dirname "$("$pgc" --pgxs)")
 work="$top/tmp_check/regress"
 rm -rf "$work" results regression.diffs regression.out
 mkdir -p "$work"

@@ -38,6 +38,18 @@ is($b->query_safe("SELECT zk_try_lock('ex')"), 'f',
 my $pid_b = backend_pid($b);
 start_wait($b, "SELECT zk_lock('ex')");
 ok(poll_until(sub { is_waiting($n1, $pid_b) }), 'second backend waits (Extension wait event)');
+# What pg_stat_activity names the wait: ZkLock from PostgreSQL 17 on (a
+# wait event of zklock's own), plain Extension before.
+my $lock_event = $n1->pg_version >= 17 ? 'ZkLock' : 'Extension';
+my $event = '';
+poll_until(
+	sub {
+		$event = $n1->safe_psql('postgres',
+			"SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE pid = $pid_b"
+		);
+		return $event eq "Extension/$lock_event";
+	});
+is($event, "Extension/$lock_event", "the waiter's wait event is $lock_event");
 is(zk_count($zk, '/zklock/ex'), 2, 'holder and waiter each have one node');
 $a->query_safe("SELECT zk_unlock('ex')");
 my ($out, $err) = finish_wait($b);
@@ -46,6 +58,16 @@ is($err, '', 'no error for the waiter');
 ok(!is_waiting($n1, $pid_b), 'waiter no longer waits');
 is($a->query_safe("SELECT zk_try_lock('ex')"), 'f', 'first backend now excluded');
 $b->query_safe("SELECT zk_unlock('ex')");
+
+# PostgreSQL 18 records the module's name and version from its magic block.
+if ($n1->pg_version >= 18)
+{
+	is( $b->query_safe(
+			"SELECT module_name || ' ' || version FROM pg_get_loaded_modules() WHERE file_name = 'zklock.so'"
+		),
+		'zklock 1.1',
+		'pg_get_loaded_modules() names zklock and its version');
+}
 
 # --- two clusters, transaction scope: the waiter gets it when the holder commits
 my $c = session($n2);

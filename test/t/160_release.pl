@@ -201,6 +201,9 @@ my $t0 = time;
 start_wait($_, 'COMMIT') for ($bound, $cancel, $term);
 ok(poll_until(sub { is_waiting($east, $pid{cancel}) && is_waiting($east, $pid{term}) }, 10),
 	'COMMITs wait for the ensemble to confirm their release');
+is($east->safe_psql('postgres', "SELECT wait_event FROM pg_stat_activity WHERE pid = $pid{cancel}"),
+	$east->pg_version >= 17 ? 'ZkRelease' : 'Extension',
+	'pg_stat_activity names the wait (from PostgreSQL 17 on)');
 
 $east->safe_psql('postgres', "SELECT pg_cancel_backend($pid{cancel})");
 my $t1 = time;

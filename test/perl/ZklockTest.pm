@@ -86,11 +86,15 @@ sub waiter
 	return $node->background_psql('postgres', on_error_stop => 0);
 }
 
-# Send a statement that is expected to wait; return at once.
+# Send a statement that is expected to wait; return at once.  What the
+# statement printed by the time the marker came (it did not wait after all)
+# is kept for finish_wait: query_until hands it back and clears it.
 sub start_wait
 {
 	my ($session, $sql) = @_;
-	$session->query_until(qr/zz_sent/, "\\echo zz_sent\n$sql;\n");
+	my $early = $session->query_until(qr/zz_sent\n/, "\\echo zz_sent\n$sql;\n");
+	$early =~ s/^.*?zz_sent\n//s;
+	$session->{zkl_early_out} = $early;
 }
 
 # Collect what a start_wait statement printed: (stdout, stderr).  Clears
@@ -99,6 +103,7 @@ sub finish_wait
 {
 	my ($session) = @_;
 	my ($out) = $session->query("SELECT 'zz_end'");
+	$out = (delete($session->{zkl_early_out}) // '') . $out;
 	$out =~ s/\n?zz_end$//;
 	my $err = $session->{stderr};
 	$session->{stderr} = '';

@@ -289,6 +289,9 @@ while (time < $deadline - 3)
 {
 	my $i = 1 + int(rand(3));
 	my $r = rand();
+	# Until each has struck once, a short run tries them in turn.
+	my ($untried) = grep { $faults{$_} == 0 } qw(freeze cut terminate);
+	$r = { freeze => 0, cut => 0.3, terminate => 0.5 }->{$untried} if defined $untried;
 	if (time - $last_all > $PAUSE_ALL_EVERY_S && time < $deadline - 10)
 	{
 		fault('pause_all', sub {
@@ -299,7 +302,7 @@ while (time < $deadline - 3)
 		});
 		$last_all = time;
 	}
-	elsif ($faults{freeze} == 0 || $r < 0.25)
+	elsif ($r < 0.25)
 	{
 		fault('freeze', sub {
 			my ($c, $pid) = holder_pid() or return 0;
@@ -309,7 +312,7 @@ while (time < $deadline - 3)
 			1;
 		});
 	}
-	elsif ($faults{cut} == 0 || $r < 0.45)
+	elsif ($r < 0.45)
 	{
 		fault('cut', sub {
 			my @ids = sort keys %proxy;
@@ -320,7 +323,7 @@ while (time < $deadline - 3)
 			1;
 		});
 	}
-	elsif ($faults{terminate} == 0 || $r < 0.55)
+	elsif ($r < 0.55)
 	{
 		fault('terminate', sub {
 			my ($c, $pid) = holder_pid() or return 0;

@@ -28,7 +28,9 @@ cd "$work"
 rm -rf tmp_check
 summary="$work/tmp_check/checker-summary.txt"
 status=0
+# PostgreSQL 18's TAP modules want the data and log directories named.
 $run PATH="$bindir:$PATH" PG_REGRESS="$pgxs/../test/regress/pg_regress" \
+	TESTDATADIR="$work/tmp_check" TESTLOGDIR="$work/tmp_check/log" \
 	ZKLOCK_CHECK_SECONDS="${1:-300}" ZKLOCK_CHECK_CLUSTERS="${2:-2}" \
 	ZKLOCK_CHECK_BACKENDS="${3:-8}" ZKLOCK_CHECK_LOCKS="${4:-2}" \
 	ZKLOCK_CHECK_COMMIT="$commit" ZKLOCK_CHECK_SUMMARY="$summary" \

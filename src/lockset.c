@@ -311,8 +311,7 @@ lockset_await_releases(ZklReleaseAt at)
 	bool		released = zkl_released;
 
 	zkl_released = false;
-	if (!released || !zkl_synchronous_release || proc_exit_inprogress ||
-		!zkl_recipe_releases_pending())
+	if (!released || !zkl_synchronous_release || proc_exit_inprogress)
 		return;
 	switch (zkl_recipe_await_releases(&timeout_ms))
 	{

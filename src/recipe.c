@@ -857,12 +857,6 @@ zkl_recipe_release(const char *node)
 	zkl_session_release(node);
 }
 
-bool
-zkl_recipe_releases_pending(void)
-{
-	return zkl_session_releases_pending();
-}
-
 /* Wait for the ensemble to answer every release sent; never raises. */
 ZklReleaseWait
 zkl_recipe_await_releases(int *timeout_ms)

@@ -93,7 +93,6 @@ extern ZklLockHealth zkl_recipe_health(uint64 epoch, const char *node);
 extern ZklLockHealth zkl_recipe_prove(uint64 epoch, const char *node);
 extern int64 zkl_recipe_unheard_ms(void);
 extern void zkl_recipe_release(const char *node);
-extern bool zkl_recipe_releases_pending(void);
 extern ZklReleaseWait zkl_recipe_await_releases(int *timeout_ms);
 extern void zkl_recipe_session_info(ZklSessionInfo *info);
 

@@ -127,7 +127,6 @@ pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *what,
 extern void zkl_session_adopt_node(const char *path);
 extern void zkl_session_release(const char *path);
 extern bool zkl_session_tracks(const char *path);
-extern bool zkl_session_releases_pending(void);
 extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms);
 extern void zkl_session_unwatch(const char *path);
 extern void zkl_session_unwatch_children(const char *path);

@@ -234,20 +234,6 @@ session_releases_settled(void *arg)
 		!session_delete_pending_locked(*(uint64 *) arg);
 }
 
-/* Whether a delete of this session awaits its answer; main thread. */
-bool
-zkl_session_releases_pending(void)
-{
-	uint64		mark;
-	bool		settled;
-
-	pthread_mutex_lock(&zkl_shared.mu);
-	mark = zkl_shared.cleanups_queued;
-	settled = session_releases_settled(&mark);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	return !settled;
-}
-
 /*
  * Wait until every delete queued so far (releases, given-up waiters) is
  * answered, so that the nodes are gone for every other client.  Bounded

@@ -260,6 +260,8 @@ client_connect(Client *c)
 	c->zh = zookeeper_init(g_hosts, session_watcher, 30000, NULL, c, 0);
 	if (!c->zh)
 		die("zookeeper_init failed: %s", strerror(errno));
+	/* numeric hosts: no re-resolution on every I/O turn, as zklock does */
+	zoo_set_servers_resolution_delay(c->zh, -1);
 	if (!wait_until(c, &c->connected, 0))
 		die("client %d: no connection within %d s", c->idx, REPLY_TIMEOUT_S);
 }

@@ -474,6 +474,14 @@ session_start_handle(const char *hosts, int *init_errno)
 	*init_errno = errno;
 	if (zh != NULL)
 	{
+		/*
+		 * The hosts are numeric addresses already (session_resolve).  By
+		 * default the library resolves them again on every turn of its I/O
+		 * loop, with three netlink dumps per host for AI_ADDRCONFIG: a cost on
+		 * every request and reply, for an answer that cannot change.  It still
+		 * resolves them when it has no connection.
+		 */
+		(void) zoo_set_servers_resolution_delay(zh, -1);
 		pthread_mutex_lock(&zkl_shared.mu);
 		zkl_shared.zh = zh;
 		pthread_mutex_unlock(&zkl_shared.mu);

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * session.c
- *	  The one ZooKeeper session of this backend: lazy open, session states,
- *	  health of its lock nodes, close at exit.
+ *	  The one ZooKeeper session of this backend: lazy open, the session
+ *	  watcher, close at exit; the top of the session family, which wires
+ *	  the other files together (see session_int.h).
  *
  * A backend opens its session on its first zk_* call, never in the
  * postmaster or _PG_init: threads do not survive fork.  Every signal is
@@ -13,7 +14,8 @@
  * cancel is served, so zookeeper_init2 only parses addresses.
  *
  * session_watcher runs on the completion thread and keeps the thread rules
- * of session_int.h.  At exit, the releases already sent are given a
+ * of session_int.h: it records what it hears in session_state.c and tells
+ * the lease and the request files.  At exit, the releases already sent are given a
  * bounded time to be answered before the handle is closed: the library
  * closes its socket as soon as anything is readable after its close
  * request, and unread replies make that close a reset the server may act
@@ -31,8 +33,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/cryptohash.h"
-#include "common/sha1.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "storage/ipc.h"
@@ -48,10 +48,7 @@
 /* How long an exiting backend waits for its releases to be answered. */
 #define ZKL_EXIT_DRAIN_MS 2000
 
-ZklShared	zkl_shared = {.mu = PTHREAD_MUTEX_INITIALIZER, .efd = -1};
-
 /* Main-thread state. */
-static uint64 zkl_epoch = 0;	/* bumped for every new session */
 static unsigned char zkl_uuid_bytes[10];
 static uint32 zkl_uuid_counter = 0;
 static char zkl_own_prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
@@ -67,48 +64,6 @@ typedef struct ZklResolve
 	bool		done;
 	bool		abandoned;		/* the main thread let go; the thread frees */
 } ZklResolve;
-
-/* Wake the main thread; any thread. */
-void
-session_kick(void)
-{
-	uint64_t	one = 1;
-
-	if (zkl_shared.efd >= 0 &&
-		write(zkl_shared.efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-		return;					/* nothing better to do on a ZooKeeper thread */
-}
-
-/* Whether requests can go out now.  Caller holds mu. */
-bool
-session_connected_locked(void)
-{
-	return zkl_shared.state == ZOO_CONNECTED_STATE;
-}
-
-/* Connected, or known to be gone for good.  Caller holds mu. */
-bool
-session_settled_locked(void)
-{
-	return zkl_shared.state == ZOO_CONNECTED_STATE || zkl_shared.lost ||
-		zkl_shared.state == ZOO_EXPIRED_SESSION_STATE ||
-		zkl_shared.state == ZOO_AUTH_FAILED_STATE;
-}
-
-/*
- * The session's locks are lost, for good.  If the ensemble still knows the
- * session (a revived one), delete its nodes now: another contender may have
- * been told it expired.  Caller holds mu.
- */
-void
-session_mark_lost_locked(void)
-{
-	if (zkl_shared.lost)
-		return;
-	zkl_shared.lost = true;
-	for (ZklNode *n = zkl_shared.nodes; n; n = n->next)
-		session_queue_cleanup(ZKL_CLEAN_DELETE, n->path, NULL);
-}
 
 /*
  * The session watcher, on the completion thread: record the state, send
@@ -131,65 +86,41 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 		id = zoo_client_id(zh);
 		timeout = zoo_recv_timeout(zh);
 	}
-	pthread_mutex_lock(&zkl_shared.mu);
-	if (zkl_shared.zh == zh)
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (zkl_sess_state_handle() == zh)
 	{
-		if (state == ZOO_CONNECTED_STATE)
-		{
-			zkl_shared.ever_connected = true;
-			zkl_shared.timeout_ms = timeout;
-			zkl_shared.session_id = id ? id->client_id : 0;
-			reconnected = true;
-		}
-		else if (state == ZOO_EXPIRED_SESSION_STATE ||
-				 state == ZOO_AUTH_FAILED_STATE)
-			session_mark_lost_locked();
-		zkl_shared.state = state;
-		if (session_lease_lost_locked())
-			session_mark_lost_locked();
-		zkl_shared.session_events++;
-		pthread_cond_signal(&zkl_shared.lease_cv);
+		zkl_sess_state_record_locked(state, timeout, id ? id->client_id : 0);
+		reconnected = state == ZOO_CONNECTED_STATE;
+		if (zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked())
+			zkl_sess_lease_mark_lost_locked();
+		zkl_sess_request_session_event_locked();
+		zkl_sess_lease_wake_locked();
 	}
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (reconnected)
-		session_issue_cleanups();
-	session_kick();
+		zkl_sess_cleanup_issue();
+	zkl_sess_sync_kick();
 }
 
 /* Close the handle; main thread, never while holding mu. */
 static void
 session_close(void)
 {
-	zhandle_t  *zh;
+	zhandle_t  *zh = zkl_sess_state_handle();
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	zh = zkl_shared.zh;
-	pthread_mutex_unlock(&zkl_shared.mu);
 	if (zh == NULL)
 		return;
 
-	session_lease_stop();
+	zkl_sess_lease_stop();
 	/* Completions run (with ZCLOSING) during close: mu must be free. */
 	zookeeper_close(zh);
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	zkl_shared.zh = NULL;
-	zkl_shared.state = 0;
-	zkl_shared.ever_connected = false;
-	zkl_shared.lost = false;
-	zkl_shared.have_proof = false;
-	zkl_shared.requests_out = 0;
 	/* The library's threads are gone; the session's nodes went with it. */
-	session_drop_cleanups();
-	while (zkl_shared.nodes != NULL)
-	{
-		ZklNode    *n = zkl_shared.nodes;
-
-		zkl_shared.nodes = n->next;
-		free(n->path);
-		free(n);
-	}
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_sess_state_reset_locked();
+	zkl_sess_lease_reset_locked();
+	zkl_sess_cleanup_drop_all_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
 		ReleaseExternalFD();
 }
@@ -204,10 +135,10 @@ session_at_exit(int code, Datum arg)
 {
 	(void) code;
 	(void) arg;
-	if (zkl_shared.zh == NULL)
+	if (zkl_sess_state_handle() == NULL)
 		return;
-	session_issue_cleanups();
-	session_drain(ZKL_EXIT_DRAIN_MS);
+	zkl_sess_cleanup_issue();
+	zkl_sess_wait_drain(zkl_sess_state_all_answered, NULL, ZKL_EXIT_DRAIN_MS);
 	session_close();
 }
 
@@ -278,7 +209,7 @@ session_resolve_main(void *arg)
 	}
 	if (ok && chroot)
 		strcat(buf, chroot);
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	r->result = ok ? buf : NULL;
 	if (!ok)
 		free(buf);
@@ -290,8 +221,8 @@ session_resolve_main(void *arg)
 		free(r->hosts);
 		free(r);
 	}
-	pthread_mutex_unlock(&zkl_shared.mu);
-	session_kick();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
 	return NULL;
 }
 
@@ -301,10 +232,10 @@ session_resolve_abandon(ZklResolve *r)
 {
 	bool		done;
 
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	done = r->done;
 	r->abandoned = true;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (done)
 	{
 		free(r->result);
@@ -360,9 +291,9 @@ session_resolve(void)
 	pthread_detach(thread);
 	PG_TRY();
 	{
-		session_wait_as(ZKL_WAIT_CONNECT, session_resolved, r,
-					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												 zkl_connect_timeout));
+		zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, session_resolved, r,
+							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 zkl_connect_timeout));
 	}
 	PG_CATCH();
 	{
@@ -370,9 +301,9 @@ session_resolve(void)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	done = r->done;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (!done)
 		session_resolve_abandon(r);
 	else
@@ -399,28 +330,6 @@ session_resolve(void)
 				 errdetail_internal("%s", gai_strerror(gai_error)) : 0,
 				 errhint("Check the connect string in zklock.hosts.")));
 	return result;
-}
-
-/* The digest id of zklock.auth as ACLs carry it: user:base64(sha1(auth)). */
-static void
-session_set_digest(void)
-{
-	uint8		hash[SHA1_DIGEST_LENGTH];
-	char		b64[64];
-	const char *colon = strchr(zkl_auth, ':');
-	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA1);
-	int			len;
-
-	if (pg_cryptohash_init(ctx) < 0 ||
-		pg_cryptohash_update(ctx, (const uint8 *) zkl_auth, strlen(zkl_auth)) < 0 ||
-		pg_cryptohash_final(ctx, hash, sizeof(hash)) < 0)
-		elog(ERROR, "could not compute SHA-1 digest");
-	pg_cryptohash_free(ctx);
-	len = zkl_compat_b64_encode(hash, sizeof(hash), b64, sizeof(b64) - 1);
-	if (len < 0)
-		elog(ERROR, "could not encode SHA-1 digest");
-	snprintf(zkl_shared.own_digest, sizeof(zkl_shared.own_digest),
-			 "%.*s:%.*s", (int) (colon - zkl_auth), zkl_auth, len, b64);
 }
 
 /* Completion for requests whose answer nobody needs: never NULL (3.8.0). */
@@ -470,7 +379,7 @@ session_start_handle(const char *hosts, int *init_errno)
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	errno = 0;
 	zh = zookeeper_init2(hosts, session_watcher, zkl_session_timeout,
-						 NULL, NULL, 0, session_log);
+						 NULL, NULL, 0, zkl_sess_log_callback);
 	*init_errno = errno;
 	if (zh != NULL)
 	{
@@ -482,20 +391,11 @@ session_start_handle(const char *hosts, int *init_errno)
 		 * resolves them when it has no connection.
 		 */
 		(void) zoo_set_servers_resolution_delay(zh, -1);
-		pthread_mutex_lock(&zkl_shared.mu);
-		zkl_shared.zh = zh;
-		pthread_mutex_unlock(&zkl_shared.mu);
-		session_lease_start();
+		zkl_sess_state_start(zh);
+		zkl_sess_lease_start();
 	}
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return zh;
-}
-
-static bool
-session_settled_wait(void *arg)
-{
-	(void) arg;
-	return session_settled_locked();
 }
 
 /* Open a new session and wait for it to connect, within connect_timeout. */
@@ -503,33 +403,30 @@ static void
 session_open(void)
 {
 	zhandle_t  *zh;
-	int			state;
+	bool		connected;
+	bool		auth_failed;
 	int			init_errno;
 	char	   *hosts;
 
 	session_check_settings();
-	session_init_waiting();
+	zkl_sess_wait_init();
 	if (!zkl_exit_registered)
 	{
 		on_proc_exit(session_at_exit, (Datum) 0);
+		/* A delete's answer renews the lease. */
+		zkl_sess_cleanup_on_delete(zkl_sess_lease_renew_locked);
 		zkl_exit_registered = true;
 	}
 	if (!pg_strong_random(zkl_uuid_bytes, sizeof(zkl_uuid_bytes)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate random lock node id")));
-	zkl_shared.own_digest[0] = '\0';
-	if (zkl_use_auth())
-		session_set_digest();
+	zkl_sess_request_set_identity();
 	hosts = session_resolve();
 
 	for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
 		ReserveExternalFD();
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
-	pthread_mutex_lock(&zkl_shared.mu);
-	zkl_shared.state = 0;
-	zkl_shared.ever_connected = false;
-	pthread_mutex_unlock(&zkl_shared.mu);
 
 	zh = session_start_handle(hosts, &init_errno);
 	free(hosts);
@@ -537,7 +434,7 @@ session_open(void)
 	{
 		for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
 			ReleaseExternalFD();
-		session_flush_log();
+		zkl_sess_log_flush();
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("could not open ZooKeeper session to \"%s\"",
@@ -558,7 +455,6 @@ session_open(void)
 	if (zoo_state(zh) == ZOO_CONNECTED_STATE)
 		session_watcher(zh, ZOO_SESSION_EVENT, ZOO_CONNECTED_STATE, NULL, NULL);
 
-	zkl_epoch++;
 	zkl_uuid_counter = 0;
 	{
 		char		uuid[ZKL_UUID_LEN + 1];
@@ -570,9 +466,9 @@ session_open(void)
 
 	PG_TRY();
 	{
-		session_wait_as(ZKL_WAIT_CONNECT, session_settled_wait, NULL,
-					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												 zkl_connect_timeout));
+		zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, zkl_sess_state_settled, NULL,
+							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 zkl_connect_timeout));
 	}
 	PG_CATCH();
 	{
@@ -581,13 +477,14 @@ session_open(void)
 	}
 	PG_END_TRY();
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	state = zkl_shared.state;
-	pthread_mutex_unlock(&zkl_shared.mu);
-	if (state == ZOO_CONNECTED_STATE)
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	connected = zkl_sess_state_connected_locked();
+	auth_failed = zkl_sess_state_auth_failed_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (connected)
 		return;
 	session_close();
-	if (state == ZOO_AUTH_FAILED_STATE)
+	if (auth_failed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 				 errmsg("ZooKeeper authentication failed"),
@@ -610,13 +507,12 @@ zkl_session_connect(void)
 	bool		lost;
 	bool		connected;
 
-	session_flush_log();
-	pthread_mutex_lock(&zkl_shared.mu);
-	have = zkl_shared.zh != NULL;
-	lost = zkl_shared.lost || zkl_shared.state == ZOO_EXPIRED_SESSION_STATE ||
-		zkl_shared.state == ZOO_AUTH_FAILED_STATE || session_lease_lost_locked();
-	connected = session_connected_locked();
-	pthread_mutex_unlock(&zkl_shared.mu);
+	zkl_sess_log_flush();
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	have = zkl_sess_state_handle() != NULL;
+	lost = zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked();
+	connected = zkl_sess_state_connected_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 
 	if (have && lost)
 	{
@@ -630,24 +526,18 @@ zkl_session_connect(void)
 	}
 	if (connected)
 	{
-		session_issue_cleanups();
+		zkl_sess_cleanup_issue();
 		return;
 	}
-	if (!session_wait_as(ZKL_WAIT_CONNECT, session_settled_wait, NULL,
-					  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												  zkl_connect_timeout)))
+	if (!zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, zkl_sess_state_settled, NULL,
+							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														  zkl_connect_timeout)))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
 				 errdetail("No server answered within %d ms.", zkl_connect_timeout)));
 	/* Connected again, or lost: look again. */
 	zkl_session_connect();
-}
-
-uint64
-zkl_session_epoch(void)
-{
-	return zkl_epoch;
 }
 
 /* Prefix shared by every node this session creates (its uuid's head). */
@@ -664,106 +554,6 @@ zkl_session_next_uuid(char out[ZKL_UUID_LEN + 1])
 	zkl_names_format_uuid(zkl_uuid_bytes, ++zkl_uuid_counter, out);
 }
 
-/*
- * Whether a lock node taken in the given epoch is still ours; a pure read.
- * Lost once the session is lost or replaced, the node was deleted by
- * someone else, or no proof came within the timeout; in doubt while the
- * lease is stale or the connection down; held otherwise.
- */
-ZklLockHealth
-zkl_session_health(uint64 epoch, const char *node)
-{
-	ZklLockHealth h;
-
-	if (epoch != zkl_epoch)
-		return ZKL_HEALTH_LOST;
-	pthread_mutex_lock(&zkl_shared.mu);
-	if (zkl_shared.zh == NULL || session_lease_lost_locked())
-		h = ZKL_HEALTH_LOST;
-	else if (!session_connected_locked() || !zkl_shared.have_proof ||
-			 session_lease_age_locked() > session_lease_window_ms())
-		h = ZKL_HEALTH_IN_DOUBT;
-	else
-		h = ZKL_HEALTH_HELD;
-	for (ZklNode *n = zkl_shared.nodes; node && n; n = n->next)
-		if (n->lost && strcmp(n->path, node) == 0)
-			h = ZKL_HEALTH_LOST;
-	pthread_mutex_unlock(&zkl_shared.mu);
-	return h;
-}
-
-/* Forget a node of ours and delete it.  Never blocks, never raises. */
-void
-zkl_session_release(const char *path)
-{
-	ZklNode   **p;
-	bool		queued;
-
-	pthread_mutex_lock(&zkl_shared.mu);
-	for (p = &zkl_shared.nodes; *p; p = &(*p)->next)
-	{
-		if (strcmp((*p)->path, path) == 0)
-		{
-			ZklNode    *n = *p;
-
-			*p = n->next;
-			free(n->path);
-			free(n);
-			break;
-		}
-	}
-	queued = zkl_shared.zh != NULL &&
-		session_queue_cleanup(ZKL_CLEAN_DELETE, path, NULL);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	if (queued)
-		session_issue_cleanups();
-}
-
-/* Whether path is a node this session created and still holds or queues. */
-bool
-zkl_session_tracks(const char *path)
-{
-	bool		found = false;
-
-	pthread_mutex_lock(&zkl_shared.mu);
-	for (ZklNode *n = zkl_shared.nodes; n && !found; n = n->next)
-		found = strcmp(n->path, path) == 0;
-	pthread_mutex_unlock(&zkl_shared.mu);
-	return found;
-}
-
-static void
-session_unwatch(ZklCleanupKind kind, const char *path)
-{
-	bool		queued;
-
-	pthread_mutex_lock(&zkl_shared.mu);
-	queued = zkl_shared.zh != NULL && session_queue_cleanup(kind, path, NULL);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	if (queued)
-		session_issue_cleanups();
-}
-
-/*
- * Remove our data watch on path, retried after a reconnect like a delete.
- * In the 3.8.0 client, removing one watcher only checks on the server and
- * drops it locally: the server keeps the watch until it fires.  Removing
- * all data watches of the path (only the recipe sets them, one wait at a
- * time) sends RemoveWatches; a local removal crashes.
- */
-void
-zkl_session_unwatch(const char *path)
-{
-	session_unwatch(ZKL_CLEAN_UNWATCH, path);
-}
-
-/* Remove our child watch on path (the semaphore's waiter sets them), likewise. */
-void
-zkl_session_unwatch_children(const char *path)
-{
-	session_unwatch(ZKL_CLEAN_UNWATCH_CHILDREN, path);
-}
-
 /* What zk_session() shows; opens nothing. */
 void
 zkl_session_info(ZklSessionInfo *info)
@@ -771,28 +561,62 @@ zkl_session_info(ZklSessionInfo *info)
 	zhandle_t  *zh;
 
 	memset(info, 0, sizeof(*info));
-	pthread_mutex_lock(&zkl_shared.mu);
-	zh = zkl_shared.zh;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zh = zkl_sess_state_handle();
 	if (zh == NULL)
 		info->state = "closed";
-	else if (session_lease_lost_locked())
+	else if (zkl_sess_lease_lost_locked())
 		info->state = "lost";
-	else if (session_connected_locked())
-		info->state = "connected";
-	else if (zkl_shared.state == ZOO_EXPIRED_SESSION_STATE)
-		info->state = "expired";
-	else if (zkl_shared.state == ZOO_AUTH_FAILED_STATE)
-		info->state = "auth failed";
 	else
-		info->state = zkl_shared.ever_connected ? "disconnected" : "connecting";
-	info->session_id = zkl_shared.session_id;
-	info->timeout_ms = zkl_shared.timeout_ms;
-	info->watch_events = zkl_shared.watch_events;
-	pthread_mutex_unlock(&zkl_shared.mu);
+		info->state = zkl_sess_state_name_locked();
+	info->session_id = zkl_sess_state_session_id_locked();
+	info->timeout_ms = zkl_sess_state_timeout_ms_locked();
+	info->watch_events = zkl_sess_request_watch_events_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (zh != NULL && strcmp(info->state, "connected") == 0)
 	{
 		const char *server = zoo_get_current_server(zh);
 
 		info->server = server ? pstrdup(server) : NULL;
 	}
+}
+
+/*
+ * Whether the deletes queued up to the mark are settled: answered, or
+ * gone with the session (expired or closed, so its nodes are gone, or
+ * lost, so that the ensemble may have expired it and nothing this backend
+ * waits for can make its nodes go sooner).  Caller holds mu.
+ */
+static bool
+session_releases_settled(void *arg)
+{
+	return zkl_sess_state_handle() == NULL ||
+		zkl_sess_state_ended_locked() ||
+		zkl_sess_lease_lost_locked() ||
+		!zkl_sess_cleanup_pending_locked(*(uint64 *) arg);
+}
+
+/*
+ * Wait until every delete queued so far (releases, given-up waiters) is
+ * answered, so that the nodes are gone for every other client.  Bounded
+ * by the session timeout: a session disconnected that long is expired by
+ * the ensemble, and its nodes go with it.  Interrupts are not served: this
+ * runs after a commit too, where nothing may raise; a cancel or terminate
+ * request ends the wait and the caller says so.  *timeout_ms gets the
+ * bound used.
+ */
+ZklReleaseWait
+zkl_session_await_releases(int *timeout_ms)
+{
+	uint64		mark;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	mark = zkl_sess_cleanup_mark_locked();
+	*timeout_ms = zkl_sess_state_timeout_ms_locked() > 0 ?
+		zkl_sess_state_timeout_ms_locked() : zkl_session_timeout;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_cleanup_issue();
+	return zkl_sess_wait_held(session_releases_settled, &mark,
+							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														  *timeout_ms));
 }

@@ -12,10 +12,14 @@
  * goes when the session closes: the server removes the session's nodes
  * and watches itself then.
  *
+ * A delete's answer is a write the quorum committed; the lease, above
+ * this file, registers to hear of it (zkl_sess_cleanup_on_delete).
+ *
  * A release is synchronous when its caller then waits, on the main
  * thread, until every delete queued before the wait is answered (see
- * zkl_session_await_releases): the deletes of one statement or commit go
- * out back to back, so that costs one round trip however many there are.
+ * zkl_session_await_releases in session.c): the deletes of one statement
+ * or commit go out back to back, so that costs one round trip however
+ * many there are.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,75 +28,128 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utils/timestamp.h"
-
-#include "guc.h"
 #include "session_int.h"
+
+typedef struct ZklCleanup
+{
+	struct ZklCleanup *next;
+	bool		in_flight;
+	ZklCleanupKind kind;
+	char	   *path;
+	char	   *prefix;
+	uint64		seq;			/* order of queuing: releases wait by it */
+	ZklStamp	sent;
+} ZklCleanup;
+
+/* Under mu. */
+static ZklCleanup *zkl_cleanups = NULL;
+static uint64 zkl_cleanups_queued = 0;	/* seq of the last clean-up queued */
+static void (*zkl_cleanup_delete_hook) (const ZklStamp *sent) = NULL;
+
+/*
+ * Who hears that a delete sent at *sent was answered: called on the
+ * completion thread with mu held.  Main thread, before the session opens.
+ */
+void
+zkl_sess_cleanup_on_delete(void (*hook) (const ZklStamp *sent))
+{
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_cleanup_delete_hook = hook;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+}
+
+static ZklCleanup *
+session_cleanup_new(ZklCleanupKind kind, const char *path, const char *prefix,
+					uint64 seq)
+{
+	ZklCleanup *c = calloc(1, sizeof(ZklCleanup));
+
+	if (c == NULL)
+		return NULL;
+	c->kind = kind;
+	c->path = strdup(path);
+	c->prefix = prefix ? strdup(prefix) : NULL;
+	c->seq = seq;
+	if (c->path == NULL || (prefix && c->prefix == NULL))
+	{
+		free(c->path);
+		free(c->prefix);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+session_cleanup_free(ZklCleanup *c)
+{
+	free(c->path);
+	free(c->prefix);
+	free(c);
+}
 
 /*
  * Queue a clean-up.  Caller holds mu.  Returns false only when out of
  * memory; the node then goes with the session.
  */
 bool
-session_queue_cleanup(ZklCleanupKind kind, const char *path, const char *prefix)
+zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
+							  const char *prefix)
 {
-	ZklCleanup *c = calloc(1, sizeof(ZklCleanup));
+	ZklCleanup *c = session_cleanup_new(kind, path, prefix,
+										zkl_cleanups_queued + 1);
 
 	if (c == NULL)
 		return false;
-	c->kind = kind;
-	c->path = strdup(path);
-	c->prefix = prefix ? strdup(prefix) : NULL;
-	c->seq = ++zkl_shared.cleanups_queued;
-	if (c->path == NULL || (prefix && c->prefix == NULL))
-	{
-		free(c->path);
-		free(c->prefix);
-		free(c);
-		return false;
-	}
-	c->next = zkl_shared.cleanups;
-	zkl_shared.cleanups = c;
+	zkl_cleanups_queued++;
+	c->next = zkl_cleanups;
+	zkl_cleanups = c;
 	return true;
 }
 
-/* Unlink and free a clean-up entry.  Caller holds mu. */
-static void
-session_drop_cleanup(ZklCleanup *c)
+/* Unlink an entry from a list, if it is there.  Caller holds mu. */
+static bool
+session_cleanup_unlink(ZklCleanup **list, ZklCleanup *c)
 {
-	ZklCleanup **p = &zkl_shared.cleanups;
+	ZklCleanup **p = list;
 
 	while (*p && *p != c)
 		p = &(*p)->next;
-	if (*p)
-		*p = c->next;
-	free(c->path);
-	free(c->prefix);
-	free(c);
+	if (*p == NULL)
+		return false;
+	*p = c->next;
+	return true;
+}
+
+/* Unlink and free a queued entry.  Caller holds mu. */
+static void
+session_drop_cleanup(ZklCleanup *c)
+{
+	session_cleanup_unlink(&zkl_cleanups, c);
+	session_cleanup_free(c);
 }
 
 /* Forget every entry: the session is closed.  Caller holds mu. */
 void
-session_drop_cleanups(void)
+zkl_sess_cleanup_drop_all_locked(void)
 {
-	while (zkl_shared.cleanups != NULL)
-		session_drop_cleanup(zkl_shared.cleanups);
+	while (zkl_cleanups != NULL)
+		session_drop_cleanup(zkl_cleanups);
 }
 
 /*
  * Settle one answered entry: done unless the connection was lost, in
  * which case it goes again after the reconnect.  Expiry and close remove
  * the session's nodes and watches anyway; ZNOWATCHER means the watch fired
- * first.  A delete's answer is a write the quorum committed: it renews the
- * lease.
+ * first.  Caller holds mu.
  */
 static void
 session_cleanup_answered(ZklCleanup *c, int rc)
 {
-	zkl_shared.requests_out--;
-	if (rc == ZOK && c->kind == ZKL_CLEAN_DELETE)
-		session_lease_renew_locked(&c->sent);
-	if (session_rc(rc) == ZKL_RC_CONNECTION_LOST)
+	zkl_sess_state_answered_locked();
+	if (rc == ZOK && c->kind == ZKL_CLEAN_DELETE && zkl_cleanup_delete_hook)
+		zkl_cleanup_delete_hook(&c->sent);
+	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST)
 		c->in_flight = false;
 	else
 		session_drop_cleanup(c);
@@ -101,10 +158,10 @@ session_cleanup_answered(ZklCleanup *c, int rc)
 static void
 session_cleanup_done(int rc, const void *data)
 {
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	session_cleanup_answered((ZklCleanup *) data, rc);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	session_kick();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
 }
 
 /* A sweep's listing: queue deletes of the children with our prefix. */
@@ -114,7 +171,7 @@ session_cleanup_listed(int rc, const struct String_vector *strings,
 {
 	ZklCleanup *c = (ZklCleanup *) data;
 
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (rc == ZOK)
 	{
 		size_t		plen = strlen(c->prefix);
@@ -130,15 +187,15 @@ session_cleanup_listed(int rc, const struct String_vector *strings,
 			if ((path = malloc(len)) == NULL)
 				continue;		/* the node goes with the session */
 			snprintf(path, len, "%s/%s", c->path, strings->data[i]);
-			session_queue_cleanup(ZKL_CLEAN_DELETE, path, NULL);
+			zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, path, NULL);
 			free(path);
 		}
 	}
 	session_cleanup_answered(c, rc);
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (rc == ZOK)
-		session_issue_cleanups();
-	session_kick();
+		zkl_sess_cleanup_issue();
+	zkl_sess_sync_kick();
 }
 
 /* Send one entry; returns the library's code for the send. */
@@ -170,91 +227,93 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 
 /* Send every queued clean-up that is not under way; any thread. */
 void
-session_issue_cleanups(void)
+zkl_sess_cleanup_issue(void)
 {
 	for (;;)
 	{
 		ZklCleanup *c;
 		zhandle_t  *zh;
 		int			rc;
+		bool		dropped;
 
-		pthread_mutex_lock(&zkl_shared.mu);
-		zh = zkl_shared.zh;
-		for (c = zkl_shared.cleanups; c; c = c->next)
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		zh = zkl_sess_state_handle();
+		for (c = zkl_cleanups; c; c = c->next)
 			if (!c->in_flight)
 				break;
-		if (c == NULL || zh == NULL || !session_connected_locked())
+		if (c == NULL || zh == NULL || !zkl_sess_state_connected_locked())
 		{
-			pthread_mutex_unlock(&zkl_shared.mu);
+			pthread_mutex_unlock(&zkl_sess_sync_mu);
 			return;
 		}
 		c->in_flight = true;
 		zkl_stamp_now(&c->sent);
-		zkl_shared.requests_out++;
-		pthread_mutex_unlock(&zkl_shared.mu);
+		zkl_sess_state_sent_locked();
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
 
 		rc = session_send_cleanup(zh, c);
 		if (rc == ZOK)
 			continue;
-		pthread_mutex_lock(&zkl_shared.mu);
-		zkl_shared.requests_out--;
-		if (rc == ZNOWATCHER || rc == ZBADARGUMENTS || rc == ZINVALIDSTATE)
+		dropped = rc == ZNOWATCHER || rc == ZBADARGUMENTS || rc == ZINVALIDSTATE;
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		zkl_sess_state_answered_locked();
+		if (dropped)
 			session_drop_cleanup(c);	/* the watch fired, or the session is gone */
 		else
 			c->in_flight = false;	/* not sent: again after the reconnect */
-		pthread_mutex_unlock(&zkl_shared.mu);
-		if (rc != ZNOWATCHER && rc != ZBADARGUMENTS && rc != ZINVALIDSTATE)
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		if (!dropped)
 			return;
 	}
 }
 
-/* A delete queued up to the mark is still unanswered.  Caller holds mu. */
-static bool
-session_delete_pending_locked(uint64 mark)
+/* The seq of the last clean-up queued, to wait for.  Caller holds mu. */
+uint64
+zkl_sess_cleanup_mark_locked(void)
 {
-	for (ZklCleanup *c = zkl_shared.cleanups; c; c = c->next)
+	return zkl_cleanups_queued;
+}
+
+/* A delete queued up to the mark is still unanswered.  Caller holds mu. */
+bool
+zkl_sess_cleanup_pending_locked(uint64 mark)
+{
+	for (ZklCleanup *c = zkl_cleanups; c; c = c->next)
 		if (c->kind == ZKL_CLEAN_DELETE && c->seq <= mark)
 			return true;
 	return false;
 }
 
-/*
- * Whether the deletes queued up to the mark are settled: answered, or
- * gone with the session (expired or closed, so its nodes are gone, or
- * lost, so that the ensemble may have expired it and nothing this backend
- * waits for can make its nodes go sooner).  Caller holds mu.
- */
-static bool
-session_releases_settled(void *arg)
+/* Queue a watch removal and send it; never blocks, never raises. */
+static void
+session_unwatch(ZklCleanupKind kind, const char *path)
 {
-	return zkl_shared.zh == NULL ||
-		zkl_shared.state == ZOO_EXPIRED_SESSION_STATE ||
-		zkl_shared.state == ZOO_AUTH_FAILED_STATE ||
-		session_lease_lost_locked() ||
-		!session_delete_pending_locked(*(uint64 *) arg);
+	bool		queued;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	queued = zkl_sess_state_handle() != NULL &&
+		zkl_sess_cleanup_queue_locked(kind, path, NULL);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (queued)
+		zkl_sess_cleanup_issue();
 }
 
 /*
- * Wait until every delete queued so far (releases, given-up waiters) is
- * answered, so that the nodes are gone for every other client.  Bounded
- * by the session timeout: a session disconnected that long is expired by
- * the ensemble, and its nodes go with it.  Interrupts are not served: this
- * runs after a commit too, where nothing may raise; a cancel or terminate
- * request ends the wait and the caller says so.  *timeout_ms gets the
- * bound used.
+ * Remove our data watch on path, retried after a reconnect like a delete.
+ * In the 3.8.0 client, removing one watcher only checks on the server and
+ * drops it locally: the server keeps the watch until it fires.  Removing
+ * all data watches of the path (only the recipe sets them, one wait at a
+ * time) sends RemoveWatches; a local removal crashes.
  */
-ZklReleaseWait
-zkl_session_await_releases(int *timeout_ms)
+void
+zkl_session_unwatch(const char *path)
 {
-	uint64		mark;
+	session_unwatch(ZKL_CLEAN_UNWATCH, path);
+}
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	mark = zkl_shared.cleanups_queued;
-	*timeout_ms = zkl_shared.timeout_ms > 0 ?
-		zkl_shared.timeout_ms : zkl_session_timeout;
-	pthread_mutex_unlock(&zkl_shared.mu);
-	session_issue_cleanups();
-	return session_wait_held(session_releases_settled, &mark,
-							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 *timeout_ms));
+/* Remove our child watch on path (the semaphore's waiter sets them), likewise. */
+void
+zkl_session_unwatch_children(const char *path)
+{
+	session_unwatch(ZKL_CLEAN_UNWATCH_CHILDREN, path);
 }

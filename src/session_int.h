@@ -1,29 +1,57 @@
 /*-------------------------------------------------------------------------
  *
  * session_int.h
- *	  Internals shared by the session file family: session.c (lifecycle and
- *	  states), session_request.c (asynchronous requests), session_wait.c
- *	  (the wait loop), session_cleanup.c (the clean-up queue),
- *	  session_lease.c (the lease and its heartbeat) and session_log.c (the
- *	  client library's log).  Only these files call zoo_*; nothing outside
- *	  them includes this header.
+ *	  Internals of the session file family, the only code that calls zoo_*;
+ *	  nothing outside the family includes this header.
  *
- * Thread rules for the whole family.  Three kinds of threads touch
- * zkl_shared: the backend's main thread; the client library's IO and
- * completion threads (watchers, completions, the log callback); and the
- * lease thread of session_lease.c.  Code on the last two kinds is plain C:
- * it takes zkl_shared.mu, copies results into malloc'd memory, may send
- * further asynchronous zoo_a* requests (clean-ups, lease proofs) and
- * writes the eventfd.  It never calls palloc, elog, CHECK_FOR_INTERRUPTS
- * or anything else of PostgreSQL.  No zoo_* call is made while holding mu:
- * the library may run a completion, which takes mu, inside it.
+ * Each file owns its state: its fields are static in it, and the others
+ * reach them through the functions below.  The files call each other one
+ * way only, down this list (a file may call the ones above it, never one
+ * below); where a lower file must tell a higher one something, the higher
+ * one registers a callback:
+ *
+ *	 session_clock.c	the clock (ZklStamp): no state
+ *	 session_sync.c		the one mutex mu, the eventfd that wakes the main
+ *						thread
+ *	 session_log.c		the client library's log, kept until the main thread
+ *						emits it
+ *	 session_wait.c		the main thread's waits (latch, eventfd, interrupts)
+ *	 session_state.c	the handle and what the library says of it: state,
+ *						negotiated timeout, session id, loss, the requests
+ *						under way, the meaning of its result codes
+ *	 session_cleanup.c	the clean-up queue: deletes and unwatches retried
+ *						until answered, sweeps (the lease registers to hear
+ *						of answered deletes)
+ *	 session_lease.c	this session's lock nodes, the lease, its proofs and
+ *						its thread; releases
+ *	 session_request.c	the asynchronous requests of the recipe (ZklOp), the
+ *						watch notifications, the errors they raise
+ *	 session.c			open and close, the resolver thread, the session
+ *						watcher: it wires the others together
+ *
+ * Names: what session.h declares is zkl_session_*; what a family file
+ * exports to the others is zkl_sess_<file>_* (zkl_sess_lease_renew_locked
+ * is session_lease.c's), the clock's zkl_stamp_*; statics are session_*.
+ * A function whose name ends in _locked is called with mu held.
+ *
+ * Thread rules for the whole family.  Four kinds of threads run its code:
+ * the backend's main thread; the client library's IO and completion
+ * threads (the session and data watchers, completions, the log callback);
+ * the lease thread of session_lease.c (while the session has lock nodes);
+ * and the resolver thread of session.c (while a session opens).  Code on
+ * the last three kinds is plain C: it takes mu, copies results into
+ * malloc'd memory, may send further asynchronous zoo_a* requests (clean-
+ * ups, lease proofs) and writes the eventfd.  It never calls palloc, elog,
+ * CHECK_FOR_INTERRUPTS or anything else of PostgreSQL.  Everything shared
+ * between threads is read and written under mu, the one mutex.  No zoo_*
+ * call is made while holding mu: the library may run a completion, which
+ * takes mu, inside it.
  *
  * The main thread sends only asynchronous requests and waits for them in
- * session_wait, where cancels and timeouts are served.  Three library
+ * session_wait.c, where cancels and timeouts are served.  Two library
  * calls block it: zookeeper_init2 (the connect string is resolved first,
- * where a cancel is served, so it finds only addresses), zookeeper_close
- * (bounded by the library: about 4.5 s at most) and the local
- * zoo_remove_watches, which sends nothing.
+ * where a cancel is served, so it finds only addresses) and
+ * zookeeper_close (bounded by the library: about 4.5 s at most).
  *
  *-------------------------------------------------------------------------
  */
@@ -36,21 +64,60 @@
 
 #include "session.h"
 
-/* A point in time, on two clocks; see session_lease.c. */
+/* session_clock.c: a point in time, on two clocks. */
 typedef struct ZklStamp
 {
 	int64_t		boot_ms;		/* CLOCK_BOOTTIME */
 	int64_t		wall_ms;		/* CLOCK_REALTIME */
 } ZklStamp;
 
-/* A node this session created and has not deleted: held or queued. */
-typedef struct ZklNode
-{
-	struct ZklNode *next;
-	char	   *path;
-	bool		lost;			/* deleted by someone else */
-} ZklNode;
+extern void zkl_stamp_now(ZklStamp *s);
+extern int64_t zkl_stamp_diff_ms(const ZklStamp *a, const ZklStamp *b);
+extern int64_t zkl_stamp_age_ms(const ZklStamp *s);
 
+/* session_sync.c */
+extern pthread_mutex_t zkl_sess_sync_mu;
+extern void zkl_sess_sync_open(void);
+extern int	zkl_sess_sync_fd(void);
+extern void zkl_sess_sync_kick(void);
+extern void zkl_sess_sync_clear(void);
+
+/* session_log.c */
+extern void zkl_sess_log_callback(const char *message);
+extern void zkl_sess_log_flush(void);
+
+/* session_wait.c: ready(arg) is checked with mu held. */
+typedef bool (*ZklReady) (void *arg);
+
+extern void zkl_sess_wait_init(void);
+extern bool zkl_sess_wait_for(ZklReady ready, void *arg, TimestampTz deadline);
+extern bool zkl_sess_wait_for_as(ZklWaitKind kind, ZklReady ready, void *arg,
+								 TimestampTz deadline);
+extern ZklReleaseWait zkl_sess_wait_held(ZklReady ready, void *arg,
+										 TimestampTz deadline);
+extern void zkl_sess_wait_drain(ZklReady ready, void *arg, int timeout_ms);
+
+/* session_state.c */
+extern ZklRc zkl_sess_state_rc(int rc);
+extern zhandle_t *zkl_sess_state_handle(void);
+extern void zkl_sess_state_start(zhandle_t *zh);
+extern void zkl_sess_state_reset_locked(void);
+extern void zkl_sess_state_record_locked(int state, int timeout_ms,
+										 int64_t session_id);
+extern bool zkl_sess_state_connected_locked(void);
+extern bool zkl_sess_state_ended_locked(void);
+extern bool zkl_sess_state_auth_failed_locked(void);
+extern bool zkl_sess_state_settled(void *arg);
+extern bool zkl_sess_state_set_lost_locked(void);
+extern bool zkl_sess_state_lost_locked(void);
+extern int	zkl_sess_state_timeout_ms_locked(void);
+extern int64_t zkl_sess_state_session_id_locked(void);
+extern const char *zkl_sess_state_name_locked(void);
+extern void zkl_sess_state_sent_locked(void);
+extern void zkl_sess_state_answered_locked(void);
+extern bool zkl_sess_state_all_answered(void *arg);
+
+/* session_cleanup.c */
 typedef enum ZklCleanupKind
 {
 	ZKL_CLEAN_DELETE,			/* delete path */
@@ -59,93 +126,28 @@ typedef enum ZklCleanupKind
 	ZKL_CLEAN_UNWATCH_CHILDREN	/* remove our child watch on path */
 } ZklCleanupKind;
 
-typedef struct ZklCleanup
-{
-	struct ZklCleanup *next;
-	bool		in_flight;
-	ZklCleanupKind kind;
-	char	   *path;
-	char	   *prefix;
-	uint64		seq;			/* order of queuing: releases wait by it */
-	ZklStamp	sent;
-} ZklCleanup;
-
-/* Messages of the client library kept between two flushes, and the rate. */
-#define ZKL_LOG_SLOTS 16
-#define ZKL_LOG_MSG_LEN 512
-#define ZKL_LOG_PER_MINUTE 30
-
-/* State shared with the library's threads and the lease thread; under mu. */
-typedef struct ZklShared
-{
-	pthread_mutex_t mu;
-	pthread_cond_t lease_cv;	/* wakes the lease thread */
-	zhandle_t  *zh;
-	int			efd;
-	int			state;			/* last session state from the watcher */
-	bool		ever_connected;
-	bool		lost;			/* this session's locks are lost, for good */
-	int			timeout_ms;		/* negotiated session timeout */
-	int64_t		session_id;		/* of the connected session */
-	ZklNode    *nodes;			/* our lock nodes */
-	bool		have_proof;		/* proof_sent is set */
-	ZklStamp	proof_sent;		/* lease: send time of the last write answered */
-	int			proofs_in_flight;
-	bool		lease_stop;
-	uint64		watch_events;	/* data-watch notifications received */
-	char	   *deleted_path;	/* node of the last deletion notified */
-	uint64		deleted_at;		/* watch_events counted with it */
-	uint64		session_events;
-	uint64		requests_out;	/* requests sent and not yet answered */
-	ZklCleanup *cleanups;
-	uint64		cleanups_queued;	/* seq of the last clean-up queued */
-	char		own_digest[160];	/* zklock.auth's id in ACLs; set at open */
-	int			nlog;
-	char		log[ZKL_LOG_SLOTS][ZKL_LOG_MSG_LEN];
-	int64_t		log_window_ms;
-	int			log_in_window;
-	int			log_dropped;
-} ZklShared;
-
-extern ZklShared zkl_shared;
-
-/* session.c */
-extern void session_kick(void);
-extern bool session_connected_locked(void);
-extern bool session_settled_locked(void);
-extern void session_mark_lost_locked(void);
-
-/* session_request.c */
-extern ZklRc session_rc(int rc);
-
-/* session_wait.c */
-extern bool session_wait_as(ZklWaitKind kind, bool (*ready) (void *),
-							void *arg, TimestampTz deadline);
-extern void session_init_waiting(void);
-extern bool session_wait(bool (*ready) (void *), void *arg,
-						 TimestampTz deadline);
-extern void session_drain(int timeout_ms);
-extern ZklReleaseWait session_wait_held(bool (*ready) (void *), void *arg,
-										TimestampTz deadline);
-
-/* session_cleanup.c */
-extern bool session_queue_cleanup(ZklCleanupKind kind, const char *path,
-								  const char *prefix);
-extern void session_issue_cleanups(void);
-extern void session_drop_cleanups(void);
+extern void zkl_sess_cleanup_on_delete(void (*hook) (const ZklStamp *sent));
+extern bool zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
+										  const char *prefix);
+extern void zkl_sess_cleanup_issue(void);
+extern uint64 zkl_sess_cleanup_mark_locked(void);
+extern bool zkl_sess_cleanup_pending_locked(uint64 mark);
+extern void zkl_sess_cleanup_drop_all_locked(void);
 
 /* session_lease.c */
-extern void zkl_stamp_now(ZklStamp *s);
-extern int64_t zkl_stamp_age_ms(const ZklStamp *s);
-extern void session_lease_renew_locked(const ZklStamp *sent);
-extern bool session_lease_lost_locked(void);
-extern int64_t session_lease_age_locked(void);
-extern int	session_lease_window_ms(void);
-extern void session_lease_start(void);
-extern void session_lease_stop(void);
+extern bool zkl_sess_lease_add_node_locked(const char *path);
+extern void zkl_sess_lease_forget_node_locked(const char *path);
+extern void zkl_sess_lease_renew_locked(const ZklStamp *sent);
+extern bool zkl_sess_lease_lost_locked(void);
+extern void zkl_sess_lease_mark_lost_locked(void);
+extern void zkl_sess_lease_wake_locked(void);
+extern void zkl_sess_lease_reset_locked(void);
+extern void zkl_sess_lease_start(void);
+extern void zkl_sess_lease_stop(void);
 
-/* session_log.c */
-extern void session_log(const char *message);
-extern void session_flush_log(void);
+/* session_request.c */
+extern void zkl_sess_request_set_identity(void);
+extern void zkl_sess_request_session_event_locked(void);
+extern uint64 zkl_sess_request_watch_events_locked(void);
 
 #endif							/* ZKLOCK_SESSION_INT_H */

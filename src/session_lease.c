@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * session_lease.c
- *	  The lease: when the ensemble last answered this session, and the
- *	  thread that keeps asking while the session has lock nodes.
+ *	  This session's lock nodes and their lease: when the ensemble last
+ *	  answered this session, and the thread that keeps asking while the
+ *	  session has lock nodes; what that says of each node (health), and
+ *	  its release.
  *
  * The server expires a session one negotiated timeout after it last heard
  * from the client.  The client library's own view ("connected") goes stale
@@ -28,11 +30,13 @@
  * lease stays fresh; the main thread sends one itself when it finds the
  * lease stale (zkl_session_prove).
  *
- * Time is read on two clocks and the larger elapsed time wins:
- * CLOCK_BOOTTIME keeps counting while the process is stopped and while the
- * machine is suspended; a virtual machine paused by its hypervisor may
- * resume with its monotonic clocks not counting the pause, and then the
- * wall clock, once time synchronisation steps it, shows the gap.
+ * The session's lock nodes are registered here (by the create's
+ * completion, or when a node is found again after a lost reply) and
+ * forgotten when released; the first node of a session starts a new
+ * lease.  When the lease runs out or the ensemble ends the session, the
+ * locks are lost for good (recorded in session_state.c) and every node
+ * still registered is queued for deletion, in case the ensemble still
+ * knows the session.
  *
  * The lease thread is plain C with every signal blocked, like the
  * library's threads (see session_int.h).
@@ -41,8 +45,6 @@
  */
 #include "postgres.h"
 
-#include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +52,14 @@
 #include "utils/timestamp.h"
 
 #include "session_int.h"
+
+/* A node this session created and has not deleted: held or queued. */
+typedef struct ZklNode
+{
+	struct ZklNode *next;
+	char	   *path;
+	bool		lost;			/* deleted by someone else */
+} ZklNode;
 
 /* One proof request; freed by its completion. */
 typedef struct ZklProof
@@ -64,54 +74,31 @@ typedef struct ZklProof
 	int			rc;
 } ZklProof;
 
+/* Under mu. */
+static ZklNode *zkl_lease_nodes = NULL; /* our lock nodes */
+static bool zkl_lease_have_proof = false;	/* proof_sent is set */
+static ZklStamp zkl_lease_proof_sent;	/* send time of the last write answered */
+static int	zkl_lease_proofs_in_flight = 0;
+static bool zkl_lease_stop = false;
+static pthread_cond_t zkl_lease_cv; /* wakes the lease thread */
+
+/* Main-thread state. */
 static pthread_t zkl_lease_thread;
 static bool zkl_lease_running = false;
 static bool zkl_lease_cv_ready = false;
 
-static int64_t
-stamp_clock_ms(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void
-zkl_stamp_now(ZklStamp *s)
-{
-	s->boot_ms = stamp_clock_ms(CLOCK_BOOTTIME);
-	s->wall_ms = stamp_clock_ms(CLOCK_REALTIME);
-}
-
-/* How long from a to b, by whichever clock counted more. */
-static int64_t
-stamp_diff_ms(const ZklStamp *a, const ZklStamp *b)
-{
-	return Max(b->boot_ms - a->boot_ms, b->wall_ms - a->wall_ms);
-}
-
-int64_t
-zkl_stamp_age_ms(const ZklStamp *s)
-{
-	ZklStamp	now;
-
-	zkl_stamp_now(&now);
-	return stamp_diff_ms(s, &now);
-}
-
 /* A third of the negotiated timeout: how long an answer keeps a lock held. */
-int
+static int
 session_lease_window_ms(void)
 {
-	return Max(zkl_shared.timeout_ms / 3, 1);
+	return Max(zkl_sess_state_timeout_ms_locked() / 3, 1);
 }
 
 /* Age of the lease; caller holds mu, and the session has a proof. */
-int64_t
+static int64_t
 session_lease_age_locked(void)
 {
-	return zkl_stamp_age_ms(&zkl_shared.proof_sent);
+	return zkl_stamp_age_ms(&zkl_lease_proof_sent);
 }
 
 /*
@@ -119,11 +106,25 @@ session_lease_age_locked(void)
  * nodes and no proof younger than the timeout.  A pure read; caller holds mu.
  */
 bool
-session_lease_lost_locked(void)
+zkl_sess_lease_lost_locked(void)
 {
-	return zkl_shared.lost ||
-		(zkl_shared.nodes != NULL && zkl_shared.have_proof &&
-		 session_lease_age_locked() > zkl_shared.timeout_ms);
+	return zkl_sess_state_lost_locked() ||
+		(zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+		 session_lease_age_locked() > zkl_sess_state_timeout_ms_locked());
+}
+
+/*
+ * The session's locks are lost, for good.  If the ensemble still knows the
+ * session (a revived one), delete its nodes now: another contender may have
+ * been told it expired.  Caller holds mu.
+ */
+void
+zkl_sess_lease_mark_lost_locked(void)
+{
+	if (!zkl_sess_state_set_lost_locked())
+		return;
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+		zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, n->path, NULL);
 }
 
 /*
@@ -132,15 +133,61 @@ session_lease_lost_locked(void)
  * session meanwhile: the locks are lost all the same.  Caller holds mu.
  */
 void
-session_lease_renew_locked(const ZklStamp *sent)
+zkl_sess_lease_renew_locked(const ZklStamp *sent)
 {
-	if (zkl_shared.nodes != NULL && zkl_shared.have_proof &&
-		stamp_diff_ms(&zkl_shared.proof_sent, sent) > zkl_shared.timeout_ms)
-		session_mark_lost_locked();
-	if (!zkl_shared.have_proof ||
-		stamp_diff_ms(&zkl_shared.proof_sent, sent) > 0)
-		zkl_shared.proof_sent = *sent;
-	zkl_shared.have_proof = true;
+	if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) >
+		zkl_sess_state_timeout_ms_locked())
+		zkl_sess_lease_mark_lost_locked();
+	if (!zkl_lease_have_proof ||
+		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) > 0)
+		zkl_lease_proof_sent = *sent;
+	zkl_lease_have_proof = true;
+}
+
+/* Register a node of ours (held or queued).  Caller holds mu. */
+bool
+zkl_sess_lease_add_node_locked(const char *path)
+{
+	ZklNode    *n = malloc(sizeof(ZklNode));
+
+	if (n == NULL || (n->path = strdup(path)) == NULL)
+	{
+		free(n);
+		return false;
+	}
+	if (zkl_lease_nodes == NULL)
+		zkl_lease_have_proof = false;	/* a new lease starts */
+	n->lost = false;
+	n->next = zkl_lease_nodes;
+	zkl_lease_nodes = n;
+	return true;
+}
+
+/* Forget a node of ours, if registered.  Caller holds mu. */
+void
+zkl_sess_lease_forget_node_locked(const char *path)
+{
+	for (ZklNode **p = &zkl_lease_nodes; *p; p = &(*p)->next)
+	{
+		if (strcmp((*p)->path, path) == 0)
+		{
+			ZklNode    *n = *p;
+
+			*p = n->next;
+			free(n->path);
+			free(n);
+			return;
+		}
+	}
+}
+
+/* Wake the lease thread to look again.  Caller holds mu. */
+void
+zkl_sess_lease_wake_locked(void)
+{
+	if (zkl_lease_cv_ready)
+		pthread_cond_signal(&zkl_lease_cv);
 }
 
 static void
@@ -154,6 +201,24 @@ session_proof_free(ZklProof *p)
 	free(p);
 }
 
+/*
+ * The session is closed, its threads gone: forget its nodes (they went
+ * with it) and its proof.  Caller holds mu.
+ */
+void
+zkl_sess_lease_reset_locked(void)
+{
+	zkl_lease_have_proof = false;
+	while (zkl_lease_nodes != NULL)
+	{
+		ZklNode    *n = zkl_lease_nodes;
+
+		zkl_lease_nodes = n->next;
+		free(n->path);
+		free(n);
+	}
+}
+
 /* Mark the node a failed check names as deleted by someone else. */
 static void
 session_proof_node_gone(ZklProof *p)
@@ -162,7 +227,7 @@ session_proof_node_gone(ZklProof *p)
 	{
 		if (p->results[i].err != ZNONODE)
 			continue;
-		for (ZklNode *n = zkl_shared.nodes; n; n = n->next)
+		for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
 			if (strcmp(n->path, p->paths[i]) == 0)
 				n->lost = true;
 	}
@@ -174,22 +239,22 @@ session_proof_done(int rc, const void *data)
 {
 	ZklProof   *p = (ZklProof *) data;
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	zkl_shared.requests_out--;
-	zkl_shared.proofs_in_flight--;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_sess_state_answered_locked();
+	zkl_lease_proofs_in_flight--;
 	if (rc == ZOK)
-		session_lease_renew_locked(&p->sent);
+		zkl_sess_lease_renew_locked(&p->sent);
 	else if (rc == ZNONODE)
 		session_proof_node_gone(p);
-	else if (session_rc(rc) == ZKL_RC_SESSION_LOST && rc != ZCLOSING)
-		session_mark_lost_locked();
+	else if (zkl_sess_state_rc(rc) == ZKL_RC_SESSION_LOST && rc != ZCLOSING)
+		zkl_sess_lease_mark_lost_locked();
 	p->rc = rc;
 	p->done = true;
 	if (p->abandoned)
 		session_proof_free(p);
-	pthread_cond_signal(&zkl_shared.lease_cv);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	session_kick();
+	zkl_sess_lease_wake_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
 }
 
 /*
@@ -201,11 +266,11 @@ static ZklProof *
 session_proof_send_locked(void)
 {
 	ZklProof   *p = calloc(1, sizeof(ZklProof));
-	zhandle_t  *zh = zkl_shared.zh;
+	zhandle_t  *zh = zkl_sess_state_handle();
 	int			n = 0;
 	int			rc;
 
-	for (ZklNode *node = zkl_shared.nodes; node; node = node->next)
+	for (ZklNode *node = zkl_lease_nodes; node; node = node->next)
 		n += node->lost ? 0 : 1;
 	if (p == NULL || n == 0 || zh == NULL ||
 		(p->paths = calloc(n, sizeof(char *))) == NULL ||
@@ -216,7 +281,7 @@ session_proof_send_locked(void)
 			session_proof_free(p);
 		return NULL;
 	}
-	for (ZklNode *node = zkl_shared.nodes; node; node = node->next)
+	for (ZklNode *node = zkl_lease_nodes; node; node = node->next)
 	{
 		if (node->lost)
 			continue;
@@ -229,15 +294,15 @@ session_proof_send_locked(void)
 		p->n++;
 	}
 	zkl_stamp_now(&p->sent);
-	zkl_shared.requests_out++;
-	zkl_shared.proofs_in_flight++;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	zkl_sess_state_sent_locked();
+	zkl_lease_proofs_in_flight++;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	rc = zoo_amulti(zh, p->n, p->ops, p->results, session_proof_done, p);
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (rc != ZOK)
 	{
-		zkl_shared.requests_out--;
-		zkl_shared.proofs_in_flight--;
+		zkl_sess_state_answered_locked();
+		zkl_lease_proofs_in_flight--;
 		session_proof_free(p);
 		return NULL;
 	}
@@ -253,28 +318,29 @@ static void *
 session_lease_main(void *arg)
 {
 	(void) arg;
-	pthread_mutex_lock(&zkl_shared.mu);
-	while (!zkl_shared.lease_stop)
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	while (!zkl_lease_stop)
 	{
 		int64_t		wait_ms = 100;
 		struct timespec until;
 
-		if (zkl_shared.nodes != NULL && zkl_shared.have_proof &&
-			!zkl_shared.lost)
+		if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+			!zkl_sess_state_lost_locked())
 		{
 			int64_t		age = session_lease_age_locked();
 			int64_t		beat = session_lease_window_ms() / 2;
+			int			timeout_ms = zkl_sess_state_timeout_ms_locked();
 
-			if (age > zkl_shared.timeout_ms)
+			if (age > timeout_ms)
 			{
-				session_mark_lost_locked();
-				pthread_mutex_unlock(&zkl_shared.mu);
-				session_kick();
-				pthread_mutex_lock(&zkl_shared.mu);
+				zkl_sess_lease_mark_lost_locked();
+				pthread_mutex_unlock(&zkl_sess_sync_mu);
+				zkl_sess_sync_kick();
+				pthread_mutex_lock(&zkl_sess_sync_mu);
 				continue;
 			}
-			if (age >= beat && zkl_shared.proofs_in_flight == 0 &&
-				session_connected_locked())
+			if (age >= beat && zkl_lease_proofs_in_flight == 0 &&
+				zkl_sess_state_connected_locked())
 			{
 				ZklProof   *p = session_proof_send_locked();
 
@@ -288,7 +354,7 @@ session_lease_main(void *arg)
 				}
 			}
 			wait_ms = age < beat ? beat - age :
-				Min(beat, zkl_shared.timeout_ms - age + 1);
+				Min(beat, timeout_ms - age + 1);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		wait_ms = Max(wait_ms, 5);
@@ -299,15 +365,15 @@ session_lease_main(void *arg)
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000;
 		}
-		pthread_cond_timedwait(&zkl_shared.lease_cv, &zkl_shared.mu, &until);
+		pthread_cond_timedwait(&zkl_lease_cv, &zkl_sess_sync_mu, &until);
 	}
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return NULL;
 }
 
 /* Start the lease thread; with every signal blocked by the caller. */
 void
-session_lease_start(void)
+zkl_sess_lease_start(void)
 {
 	if (!zkl_lease_cv_ready)
 	{
@@ -315,40 +381,61 @@ session_lease_start(void)
 
 		pthread_condattr_init(&attr);
 		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-		pthread_cond_init(&zkl_shared.lease_cv, &attr);
+		pthread_cond_init(&zkl_lease_cv, &attr);
 		pthread_condattr_destroy(&attr);
 		zkl_lease_cv_ready = true;
 	}
-	zkl_shared.lease_stop = false;
+	zkl_lease_stop = false;
 	zkl_lease_running =
 		pthread_create(&zkl_lease_thread, NULL, session_lease_main, NULL) == 0;
 }
 
 /* Stop and join the lease thread; main thread, not holding mu. */
 void
-session_lease_stop(void)
+zkl_sess_lease_stop(void)
 {
 	if (!zkl_lease_running)
 		return;
-	pthread_mutex_lock(&zkl_shared.mu);
-	zkl_shared.lease_stop = true;
-	pthread_cond_signal(&zkl_shared.lease_cv);
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_lease_stop = true;
+	pthread_cond_signal(&zkl_lease_cv);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	pthread_join(zkl_lease_thread, NULL);
 	zkl_lease_running = false;
+}
+
+/*
+ * Whether a lock node taken in the given epoch is still ours; a pure read.
+ * Lost once the session is lost or replaced, the node was deleted by
+ * someone else, or no proof came within the timeout; in doubt while the
+ * lease is stale or the connection down; held otherwise.
+ */
+ZklLockHealth
+zkl_session_health(uint64 epoch, const char *node)
+{
+	ZklLockHealth h;
+
+	if (epoch != zkl_session_epoch())
+		return ZKL_HEALTH_LOST;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (zkl_sess_state_handle() == NULL || zkl_sess_lease_lost_locked())
+		h = ZKL_HEALTH_LOST;
+	else if (!zkl_sess_state_connected_locked() || !zkl_lease_have_proof ||
+			 session_lease_age_locked() > session_lease_window_ms())
+		h = ZKL_HEALTH_IN_DOUBT;
+	else
+		h = ZKL_HEALTH_HELD;
+	for (ZklNode *n = zkl_lease_nodes; node && n; n = n->next)
+		if (n->lost && strcmp(n->path, node) == 0)
+			h = ZKL_HEALTH_LOST;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return h;
 }
 
 static bool
 session_proof_answered(void *arg)
 {
-	return ((ZklProof *) arg)->done || !session_connected_locked();
-}
-
-static bool
-session_settled_wait(void *arg)
-{
-	(void) arg;
-	return session_settled_locked();
+	return ((ZklProof *) arg)->done || !zkl_sess_state_connected_locked();
 }
 
 /*
@@ -361,27 +448,29 @@ session_prove_once(TimestampTz deadline)
 	ZklProof   *p;
 	bool		ok = false;
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	p = session_connected_locked() ? session_proof_send_locked() : NULL;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	p = zkl_sess_state_connected_locked() ? session_proof_send_locked() : NULL;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (p == NULL)
 	{
-		session_wait_as(ZKL_WAIT_PROOF, session_settled_wait, NULL, deadline);
+		zkl_sess_wait_for_as(ZKL_WAIT_PROOF, zkl_sess_state_settled, NULL,
+							 deadline);
 		return false;
 	}
 	PG_TRY();
 	{
-		session_wait_as(ZKL_WAIT_PROOF, session_proof_answered, p, deadline);
+		zkl_sess_wait_for_as(ZKL_WAIT_PROOF, session_proof_answered, p,
+							 deadline);
 	}
 	PG_FINALLY();
 	{
-		pthread_mutex_lock(&zkl_shared.mu);
+		pthread_mutex_lock(&zkl_sess_sync_mu);
 		ok = p->done && p->rc == ZOK;
 		if (p->done)
 			session_proof_free(p);
 		else
 			p->abandoned = true;
-		pthread_mutex_unlock(&zkl_shared.mu);
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
 	}
 	PG_END_TRY();
 	return ok;
@@ -407,12 +496,12 @@ zkl_session_prove(uint64 epoch, const char *node, TimestampTz deadline)
 
 		if (h != ZKL_HEALTH_IN_DOUBT)
 			return h;
-		pthread_mutex_lock(&zkl_shared.mu);
-		had_proof = zkl_shared.have_proof;
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		had_proof = zkl_lease_have_proof;
 		left = had_proof ?
-			zkl_shared.timeout_ms - session_lease_age_locked() + 1 :
-			zkl_shared.timeout_ms;
-		pthread_mutex_unlock(&zkl_shared.mu);
+			zkl_sess_state_timeout_ms_locked() - session_lease_age_locked() + 1 :
+			zkl_sess_state_timeout_ms_locked();
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(left, 1));
 		if (deadline != 0 && deadline < until)
 			until = deadline;
@@ -431,8 +520,51 @@ zkl_session_unheard_ms(void)
 {
 	int64		age;
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	age = zkl_shared.have_proof ? session_lease_age_locked() : -1;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	age = zkl_lease_have_proof ? session_lease_age_locked() : -1;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return age;
+}
+
+/* Register a node found again after a lost create reply (see recipe.c). */
+void
+zkl_session_adopt_node(const char *path)
+{
+	bool		ok;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	ok = zkl_sess_lease_add_node_locked(path);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+}
+
+/* Whether path is a node this session created and still holds or queues. */
+bool
+zkl_session_tracks(const char *path)
+{
+	bool		found = false;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	for (ZklNode *n = zkl_lease_nodes; n && !found; n = n->next)
+		found = strcmp(n->path, path) == 0;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return found;
+}
+
+/* Forget a node of ours and delete it.  Never blocks, never raises. */
+void
+zkl_session_release(const char *path)
+{
+	bool		queued;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_sess_lease_forget_node_locked(path);
+	queued = zkl_sess_state_handle() != NULL &&
+		zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, path, NULL);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (queued)
+		zkl_sess_cleanup_issue();
 }

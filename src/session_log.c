@@ -3,10 +3,11 @@
  * session_log.c
  *	  The client library's log, relayed to the server log.
  *
- * The library calls session_log from any of its threads: it only copies
- * the line into zkl_shared under mu, at most ZKL_LOG_PER_MINUTE a minute.
- * The main thread emits the kept lines with ereport (session_flush_log),
- * to the server log only: they concern the connection, not the query.
+ * The library calls zkl_sess_log_callback from any of its threads: it only
+ * copies the line into this file's buffer under mu, at most
+ * ZKL_LOG_PER_MINUTE a minute.  The main thread emits the kept lines with
+ * ereport (zkl_sess_log_flush), to the server log only: they concern the
+ * connection, not the query.
  *
  *-------------------------------------------------------------------------
  */
@@ -16,51 +17,62 @@
 
 #include "session_int.h"
 
+/* Messages of the client library kept between two flushes, and the rate. */
+#define ZKL_LOG_SLOTS 16
+#define ZKL_LOG_MSG_LEN 512
+#define ZKL_LOG_PER_MINUTE 30
+
+/* Under mu. */
+static int	zkl_log_n = 0;
+static char zkl_log_lines[ZKL_LOG_SLOTS][ZKL_LOG_MSG_LEN];
+static int64_t zkl_log_window_ms = 0;
+static int	zkl_log_in_window = 0;
+static int	zkl_log_dropped = 0;
+
 /* The library's log callback; any thread, plain C. */
 void
-session_log(const char *message)
+zkl_sess_log_callback(const char *message)
 {
 	ZklStamp	now;
 	size_t		len;
 
 	zkl_stamp_now(&now);
-	pthread_mutex_lock(&zkl_shared.mu);
-	if (now.boot_ms - zkl_shared.log_window_ms > 60000)
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (now.boot_ms - zkl_log_window_ms > 60000)
 	{
-		zkl_shared.log_window_ms = now.boot_ms;
-		zkl_shared.log_in_window = 0;
+		zkl_log_window_ms = now.boot_ms;
+		zkl_log_in_window = 0;
 	}
-	if (zkl_shared.nlog >= ZKL_LOG_SLOTS ||
-		zkl_shared.log_in_window >= ZKL_LOG_PER_MINUTE)
-		zkl_shared.log_dropped++;
+	if (zkl_log_n >= ZKL_LOG_SLOTS || zkl_log_in_window >= ZKL_LOG_PER_MINUTE)
+		zkl_log_dropped++;
 	else
 	{
-		char	   *slot = zkl_shared.log[zkl_shared.nlog++];
+		char	   *slot = zkl_log_lines[zkl_log_n++];
 
 		snprintf(slot, ZKL_LOG_MSG_LEN, "%s", message);
 		len = strlen(slot);
 		while (len > 0 && (slot[len - 1] == '\n' || slot[len - 1] == '\r'))
 			slot[--len] = '\0';
-		zkl_shared.log_in_window++;
+		zkl_log_in_window++;
 	}
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
 /* Emit the kept lines to the server log; main thread only. */
 void
-session_flush_log(void)
+zkl_sess_log_flush(void)
 {
 	char		lines[ZKL_LOG_SLOTS][ZKL_LOG_MSG_LEN];
 	int			n;
 	int			dropped;
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	n = zkl_shared.nlog;
-	memcpy(lines, zkl_shared.log, sizeof(lines[0]) * n);
-	dropped = zkl_shared.log_dropped;
-	zkl_shared.nlog = 0;
-	zkl_shared.log_dropped = 0;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	n = zkl_log_n;
+	memcpy(lines, zkl_log_lines, sizeof(lines[0]) * n);
+	dropped = zkl_log_dropped;
+	zkl_log_n = 0;
+	zkl_log_dropped = 0;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 
 	/* Errors and warnings to the log; informational lines are debug output. */
 	for (int i = 0; i < n; i++)

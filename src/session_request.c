@@ -11,9 +11,14 @@
  * claimed is deleted (or searched for by its uuid, when the reply was
  * lost), a watch that was set after its waiter gave up is removed.
  *
- * Answers are mapped to zklock's own codes (ZklRc) here, so that the
- * recipe never sees a ZooKeeper code; the raw code stays in the op for the
- * error detail.
+ * Answers are mapped to zklock's own codes (ZklRc), so that the recipe
+ * never sees a ZooKeeper code; the raw code stays in the op for the error
+ * detail, and the error names what the request was for, in one sentence
+ * per kind of request.
+ *
+ * This file also owns the watch notifications (how many came, the last
+ * deletion notified), which the recipe's waits are measured against, and
+ * zklock.auth's identity as ACLs name it.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,8 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cryptohash.h"
+#include "common/sha1.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
+#include "guc.h"
 #include "session_int.h"
 
 typedef enum ZklOpKind
@@ -58,33 +67,14 @@ struct ZklOp
 	char	   *sweep_prefix;
 };
 
-/* ZooKeeper's code in zklock's terms; any thread. */
-ZklRc
-session_rc(int rc)
-{
-	switch (rc)
-	{
-		case ZOK:
-			return ZKL_RC_OK;
-		case ZNONODE:
-			return ZKL_RC_NO_NODE;
-		case ZNODEEXISTS:
-			return ZKL_RC_EXISTS;
-		case ZCONNECTIONLOSS:
-		case ZOPERATIONTIMEOUT:
-			return ZKL_RC_CONNECTION_LOST;
-		case ZSESSIONEXPIRED:
-		case ZSESSIONMOVED:
-		case ZINVALIDSTATE:
-		case ZCLOSING:
-			return ZKL_RC_SESSION_LOST;
-		case ZNOAUTH:
-		case ZAUTHFAILED:
-			return ZKL_RC_DENIED;
-		default:
-			return ZKL_RC_FAILED;
-	}
-}
+/* Under mu. */
+static uint64 zkl_req_watch_events = 0; /* data-watch notifications received */
+static uint64 zkl_req_session_events = 0;
+static char *zkl_req_deleted_path = NULL;	/* node of the last deletion notified */
+static uint64 zkl_req_deleted_at = 0;	/* watch_events counted with it */
+
+/* zklock.auth's id in ACLs; set at open, before any request. */
+static char zkl_req_own_digest[160];
 
 static void
 session_free_op(ZklOp *op)
@@ -103,25 +93,6 @@ session_free_op(ZklOp *op)
 	free(op);
 }
 
-/* Register a node of ours (held or queued).  Caller holds mu. */
-static bool
-session_add_node_locked(const char *path)
-{
-	ZklNode    *n = malloc(sizeof(ZklNode));
-
-	if (n == NULL || (n->path = strdup(path)) == NULL)
-	{
-		free(n);
-		return false;
-	}
-	if (zkl_shared.nodes == NULL)
-		zkl_shared.have_proof = false;	/* a new lease starts */
-	n->lost = false;
-	n->next = zkl_shared.nodes;
-	zkl_shared.nodes = n;
-	return true;
-}
-
 /*
  * Clean up after an op nobody will look at again: delete the node of an
  * unclaimed create (search for it when the reply was lost), remove a watch
@@ -134,29 +105,18 @@ session_cleanup_unclaimed(ZklOp *op)
 {
 	if (op->kind == ZKL_OP_WATCH || op->kind == ZKL_OP_WATCH_CHILDREN)
 		return op->abandoned && op->rc == ZOK &&
-			session_queue_cleanup(op->kind == ZKL_OP_WATCH ?
+			zkl_sess_cleanup_queue_locked(op->kind == ZKL_OP_WATCH ?
 								  ZKL_CLEAN_UNWATCH : ZKL_CLEAN_UNWATCH_CHILDREN,
 								  op->path, NULL);
 	if (op->kind != ZKL_OP_CREATE_NODE || op->claimed)
 		return false;
 	if (op->rc == ZOK)
 	{
-		ZklNode   **p = &zkl_shared.nodes;
-
-		while (*p && strcmp((*p)->path, op->path) != 0)
-			p = &(*p)->next;
-		if (*p)
-		{
-			ZklNode    *n = *p;
-
-			*p = n->next;
-			free(n->path);
-			free(n);
-		}
-		return session_queue_cleanup(ZKL_CLEAN_DELETE, op->path, NULL);
+		zkl_sess_lease_forget_node_locked(op->path);
+		return zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, op->path, NULL);
 	}
-	if (session_rc(op->rc) == ZKL_RC_CONNECTION_LOST)
-		return session_queue_cleanup(ZKL_CLEAN_SWEEP, op->sweep_dir,
+	if (zkl_sess_state_rc(op->rc) == ZKL_RC_CONNECTION_LOST)
+		return zkl_sess_cleanup_queue_locked(ZKL_CLEAN_SWEEP, op->sweep_dir,
 									 op->sweep_prefix);
 	return false;
 }
@@ -171,7 +131,7 @@ session_finish_locked(ZklOp *op, int rc)
 {
 	bool		issue = false;
 
-	zkl_shared.requests_out--;
+	zkl_sess_state_answered_locked();
 	op->rc = rc;
 	op->done = true;
 	if (op->abandoned)
@@ -187,12 +147,12 @@ session_finish(ZklOp *op, int rc)
 {
 	bool		issue;
 
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	issue = session_finish_locked(op, rc);
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (issue)
-		session_issue_cleanups();
-	session_kick();
+		zkl_sess_cleanup_issue();
+	zkl_sess_sync_kick();
 }
 
 /*
@@ -207,12 +167,12 @@ session_created(int rc, const char *value, const struct Stat *stat,
 	ZklOp	   *op = (ZklOp *) data;
 	bool		issue;
 
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (rc == ZOK && op->kind == ZKL_OP_CREATE_NODE)
 	{
 		op->path = strdup(value);
 		op->czxid = stat->czxid;
-		if (op->path == NULL || !session_add_node_locked(op->path))
+		if (op->path == NULL || !zkl_sess_lease_add_node_locked(op->path))
 		{
 			/* The node goes with the session; treat it as lost. */
 			free(op->path);
@@ -220,13 +180,13 @@ session_created(int rc, const char *value, const struct Stat *stat,
 			rc = ZSYSTEMERROR;
 		}
 		else
-			session_lease_renew_locked(&op->sent);
+			zkl_sess_lease_renew_locked(&op->sent);
 	}
 	issue = session_finish_locked(op, rc);
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (issue)
-		session_issue_cleanups();
-	session_kick();
+		zkl_sess_cleanup_issue();
+	zkl_sess_sync_kick();
 }
 
 static void
@@ -294,7 +254,7 @@ session_got_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
 				const void *data)
 {
 	ZklOp	   *op = (ZklOp *) data;
-	const char *own = zkl_shared.own_digest;
+	const char *own = zkl_req_own_digest;
 
 	(void) stat;
 	for (int i = 0; rc == ZOK && op->acl_problem == NULL && i < acl->count; i++)
@@ -326,11 +286,11 @@ session_new_op(ZklOpKind kind)
 				 errmsg("out of memory")));
 	op->kind = kind;
 	zkl_stamp_now(&op->sent);
-	pthread_mutex_lock(&zkl_shared.mu);
-	op->mark.watch_events = zkl_shared.watch_events;
-	op->mark.session_events = zkl_shared.session_events;
-	zkl_shared.requests_out++;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	op->mark.watch_events = zkl_req_watch_events;
+	op->mark.session_events = zkl_req_session_events;
+	zkl_sess_state_sent_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return op;
 }
 
@@ -345,11 +305,11 @@ session_sent(ZklOp *op, int rc, const char *what, const char *path)
 {
 	if (rc == ZOK)
 		return op;
-	pthread_mutex_lock(&zkl_shared.mu);
-	zkl_shared.requests_out--;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_sess_state_answered_locked();
 	op->rc = rc;
-	op->done = session_rc(rc) == ZKL_RC_SESSION_LOST;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	op->done = zkl_sess_state_rc(rc) == ZKL_RC_SESSION_LOST;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (op->done)
 		return op;
 	PG_TRY();
@@ -370,7 +330,7 @@ session_acl(void)
 	static struct ACL entries[2];
 	static struct ACL_vector own = {2, entries};
 
-	if (zkl_shared.own_digest[0] == '\0')
+	if (zkl_req_own_digest[0] == '\0')
 		return &ZOO_OPEN_ACL_UNSAFE;
 
 	/* This identity may do anything, everyone may read. */
@@ -397,7 +357,7 @@ zkl_session_create_node(const char *path, const char *data,
 	if (op->sweep_dir == NULL || op->sweep_prefix == NULL)
 		return session_sent(op, ZSYSTEMERROR, "create", path);
 	return session_sent(op,
-						zoo_acreate2(zkl_shared.zh, path, data, (int) strlen(data),
+						zoo_acreate2(zkl_sess_state_handle(), path, data, (int) strlen(data),
 									 session_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
 									 session_created, op),
 						"create", path);
@@ -410,7 +370,7 @@ zkl_session_create_dir(const char *path, bool container)
 	ZklOp	   *op = session_new_op(ZKL_OP_CREATE_DIR);
 
 	return session_sent(op,
-						zoo_acreate2(zkl_shared.zh, path, NULL, -1, session_acl(),
+						zoo_acreate2(zkl_sess_state_handle(), path, NULL, -1, session_acl(),
 									 container ? ZOO_CONTAINER : ZOO_PERSISTENT,
 									 session_created, op),
 						"create", path);
@@ -427,7 +387,7 @@ zkl_session_create_mark(const char *path, const char *data)
 	ZklOp	   *op = session_new_op(ZKL_OP_CREATE_DIR);
 
 	return session_sent(op,
-						zoo_acreate2(zkl_shared.zh, path, data, (int) strlen(data),
+						zoo_acreate2(zkl_sess_state_handle(), path, data, (int) strlen(data),
 									 session_acl(), ZOO_EPHEMERAL,
 									 session_created, op),
 						"create", path);
@@ -439,7 +399,7 @@ zkl_session_children(const char *path)
 	ZklOp	   *op = session_new_op(ZKL_OP_CHILDREN);
 
 	return session_sent(op,
-						zoo_aget_children(zkl_shared.zh, path, 0,
+						zoo_aget_children(zkl_sess_state_handle(), path, 0,
 										  session_listed, op),
 						"list", path);
 }
@@ -454,19 +414,19 @@ session_data_watcher(zhandle_t *zh, int type, int state, const char *path,
 	(void) zh;
 	(void) state;
 	(void) ctx;
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (type == ZOO_SESSION_EVENT)
-		zkl_shared.session_events++;
+		zkl_req_session_events++;
 	else
-		zkl_shared.watch_events++;
+		zkl_req_watch_events++;
 	if (copy != NULL)
 	{
-		free(zkl_shared.deleted_path);
-		zkl_shared.deleted_path = copy;
-		zkl_shared.deleted_at = zkl_shared.watch_events;
+		free(zkl_req_deleted_path);
+		zkl_req_deleted_path = copy;
+		zkl_req_deleted_at = zkl_req_watch_events;
 	}
-	pthread_mutex_unlock(&zkl_shared.mu);
-	session_kick();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
 }
 
 /*
@@ -483,7 +443,7 @@ zkl_session_watch(const char *path)
 	if ((op->path = strdup(path)) == NULL)
 		return session_sent(op, ZSYSTEMERROR, "watch", path);
 	return session_sent(op,
-						zoo_awget(zkl_shared.zh, path, session_data_watcher,
+						zoo_awget(zkl_sess_state_handle(), path, session_data_watcher,
 								  NULL, session_got_data, op),
 						"watch", path);
 }
@@ -501,7 +461,7 @@ zkl_session_watch_children(const char *path)
 	if ((op->path = strdup(path)) == NULL)
 		return session_sent(op, ZSYSTEMERROR, "list", path);
 	return session_sent(op,
-						zoo_awget_children(zkl_shared.zh, path,
+						zoo_awget_children(zkl_sess_state_handle(), path,
 										   session_data_watcher, NULL,
 										   session_listed, op),
 						"list", path);
@@ -514,7 +474,7 @@ zkl_session_get(const char *path)
 	ZklOp	   *op = session_new_op(ZKL_OP_GET);
 
 	return session_sent(op,
-						zoo_aget(zkl_shared.zh, path, 0, session_got_data, op),
+						zoo_aget(zkl_sess_state_handle(), path, 0, session_got_data, op),
 						"get", path);
 }
 
@@ -525,7 +485,7 @@ zkl_session_stat(const char *path)
 	ZklOp	   *op = session_new_op(ZKL_OP_STAT);
 
 	return session_sent(op,
-						zoo_aexists(zkl_shared.zh, path, 0, session_got_stat, op),
+						zoo_aexists(zkl_sess_state_handle(), path, 0, session_got_stat, op),
 						"stat", path);
 }
 
@@ -538,11 +498,11 @@ zkl_session_get_acl(const char *path)
 {
 	ZklOp	   *op;
 
-	if (zkl_shared.own_digest[0] == '\0')
+	if (zkl_req_own_digest[0] == '\0')
 		return NULL;
 	op = session_new_op(ZKL_OP_ACL);
 	return session_sent(op,
-						zoo_aget_acl(zkl_shared.zh, path, session_got_acl, op),
+						zoo_aget_acl(zkl_sess_state_handle(), path, session_got_acl, op),
 						"get ACL", path);
 }
 
@@ -556,7 +516,7 @@ session_op_done(void *arg)
 bool
 zkl_session_await(ZklOp *op, TimestampTz deadline)
 {
-	return session_wait(session_op_done, op, deadline);
+	return zkl_sess_wait_for(session_op_done, op, deadline);
 }
 
 /* Wait for an op's answer, which the session bounds; its code. */
@@ -564,7 +524,7 @@ ZklRc
 zkl_session_answer(ZklOp *op)
 {
 	zkl_session_await(op, 0);
-	return session_rc(op->rc);
+	return zkl_sess_state_rc(op->rc);
 }
 
 static bool
@@ -572,9 +532,9 @@ session_watch_fired(void *arg)
 {
 	const ZklWatchMark *m = (const ZklWatchMark *) arg;
 
-	return zkl_shared.watch_events != m->watch_events ||
-		zkl_shared.session_events != m->session_events ||
-		session_lease_lost_locked();
+	return zkl_req_watch_events != m->watch_events ||
+		zkl_req_session_events != m->session_events ||
+		zkl_sess_lease_lost_locked();
 }
 
 /*
@@ -584,7 +544,7 @@ session_watch_fired(void *arg)
 bool
 zkl_session_await_watch(const ZklWatchMark *mark, TimestampTz deadline)
 {
-	return session_wait(session_watch_fired, (void *) mark, deadline);
+	return zkl_sess_wait_for(session_watch_fired, (void *) mark, deadline);
 }
 
 /*
@@ -620,11 +580,11 @@ zkl_session_deleted_since(const ZklWatchMark *mark, const char *path)
 {
 	bool		gone;
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	gone = zkl_shared.deleted_path != NULL &&
-		zkl_shared.deleted_at > mark->watch_events &&
-		strcmp(zkl_shared.deleted_path, path) == 0;
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	gone = zkl_req_deleted_path != NULL &&
+		zkl_req_deleted_at > mark->watch_events &&
+		strcmp(zkl_req_deleted_path, path) == 0;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return gone;
 }
 
@@ -669,10 +629,10 @@ zkl_session_op_owned(ZklOp *op, int64 *czxid)
 {
 	bool		mine;
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	mine = op->owner != 0 && op->owner == zkl_shared.session_id &&
-		session_connected_locked();
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	mine = op->owner != 0 && op->owner == zkl_sess_state_session_id_locked() &&
+		zkl_sess_state_connected_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	*czxid = op->czxid;
 	return mine;
 }
@@ -695,7 +655,7 @@ zkl_session_op_free(ZklOp *op)
 
 	if (op == NULL)
 		return;
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (!op->done)
 		op->abandoned = true;
 	else
@@ -703,9 +663,9 @@ zkl_session_op_free(ZklOp *op)
 		issue = session_cleanup_unclaimed(op);
 		session_free_op(op);
 	}
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (issue)
-		session_issue_cleanups();
+		zkl_sess_cleanup_issue();
 }
 
 /* Raise the error for a failed request. */
@@ -714,7 +674,7 @@ zkl_session_raise(ZklOp *op, const char *what, const char *path)
 {
 	int			code;
 
-	switch (session_rc(op->rc))
+	switch (zkl_sess_state_rc(op->rc))
 	{
 		case ZKL_RC_CONNECTION_LOST:
 			code = ERRCODE_CONNECTION_FAILURE;
@@ -746,17 +706,46 @@ zkl_session_raise(ZklOp *op, const char *what, const char *path)
 			 errdetail_internal("%s", zerror(op->rc))));
 }
 
-/* Register a node found again after a lost create reply (see recipe.c). */
+/*
+ * The digest id of zklock.auth as ACLs carry it, user:base64(sha1(auth));
+ * empty without credentials.  Main thread, when a session opens.
+ */
 void
-zkl_session_adopt_node(const char *path)
+zkl_sess_request_set_identity(void)
 {
-	bool		ok;
+	uint8		hash[SHA1_DIGEST_LENGTH];
+	char		b64[64];
+	const char *colon;
+	pg_cryptohash_ctx *ctx;
+	int			len;
 
-	pthread_mutex_lock(&zkl_shared.mu);
-	ok = session_add_node_locked(path);
-	pthread_mutex_unlock(&zkl_shared.mu);
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
+	zkl_req_own_digest[0] = '\0';
+	if (!zkl_use_auth())
+		return;
+	colon = strchr(zkl_auth, ':');
+	ctx = pg_cryptohash_create(PG_SHA1);
+	if (pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (const uint8 *) zkl_auth, strlen(zkl_auth)) < 0 ||
+		pg_cryptohash_final(ctx, hash, sizeof(hash)) < 0)
+		elog(ERROR, "could not compute SHA-1 digest");
+	pg_cryptohash_free(ctx);
+	len = zkl_compat_b64_encode(hash, sizeof(hash), b64, sizeof(b64) - 1);
+	if (len < 0)
+		elog(ERROR, "could not encode SHA-1 digest");
+	snprintf(zkl_req_own_digest, sizeof(zkl_req_own_digest),
+			 "%.*s:%.*s", (int) (colon - zkl_auth), zkl_auth, len, b64);
+}
+
+/* The session watcher heard of a state change.  Caller holds mu. */
+void
+zkl_sess_request_session_event_locked(void)
+{
+	zkl_req_session_events++;
+}
+
+/* How many data-watch notifications came, for zk_session().  Under mu. */
+uint64
+zkl_sess_request_watch_events_locked(void)
+{
+	return zkl_req_watch_events;
 }

@@ -4,10 +4,12 @@
  *	  The main thread's wait for ZooKeeper: one WaitEventSet with the latch,
  *	  postmaster death and the eventfd that the other threads write.
  *
- * After each wake the latch is reset, the eventfd drained and interrupts
+ * After each wake the latch is reset, the eventfd emptied and interrupts
  * served, so pg_cancel_backend, statement_timeout and pg_terminate_backend
- * work while a backend waits for a lock.  session_drain is the one wait
- * without the latch: at exit, where interrupts no longer matter.
+ * work while a backend waits for a lock.  zkl_sess_wait_drain is the one
+ * wait without the latch: at exit, where interrupts no longer matter.
+ * What a wait waits for is a predicate of the caller's, checked under mu;
+ * this file knows nothing of what it reads.
  *
  * Each wait reports what it waits for (ZklWaitKind); from PostgreSQL 17 on
  * pg_stat_activity shows it by name.  The names are registered on the
@@ -19,18 +21,16 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "miscadmin.h"
 #include "pgstat.h"
-#include "storage/fd.h"
 #include "storage/latch.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
 #include "session_int.h"
 
+/* Main-thread state. */
 static WaitEventSet *zkl_wait_set = NULL;
 
 /* pg_stat_activity's wait_event for each ZklWaitKind (PostgreSQL 17 on). */
@@ -50,58 +50,37 @@ static ZklWaitKind zkl_wait_kind = ZKL_WAIT_REQUEST;
  * are looked up first: that may raise, and then nothing is left to undo.
  */
 void
-session_init_waiting(void)
+zkl_sess_wait_init(void)
 {
 	if (zkl_wait_set != NULL)
 		return;
 	for (int i = 0; i < ZKL_WAIT_KINDS; i++)
 		zkl_wait_events[i] = zkl_compat_wait_event(zkl_wait_names[i]);
-	if (!AcquireExternalFD())
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-				 errmsg("could not open ZooKeeper session"),
-				 errdetail("There are too many open files in this backend.")));
-	zkl_shared.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (zkl_shared.efd < 0)
-	{
-		ReleaseExternalFD();
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not create eventfd: %m")));
-	}
+	zkl_sess_sync_open();
 	zkl_wait_set = zkl_compat_wait_event_set(3);
 	AddWaitEventToSet(zkl_wait_set, WL_LATCH_SET, PGINVALID_SOCKET,
 					  MyLatch, NULL);
 	AddWaitEventToSet(zkl_wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET,
 					  NULL, NULL);
-	AddWaitEventToSet(zkl_wait_set, WL_SOCKET_READABLE, zkl_shared.efd,
+	AddWaitEventToSet(zkl_wait_set, WL_SOCKET_READABLE, zkl_sess_sync_fd(),
 					  NULL, NULL);
-}
-
-static void
-session_read_eventfd(void)
-{
-	uint64_t	junk;
-
-	while (read(zkl_shared.efd, &junk, sizeof(junk)) > 0)
-		;
 }
 
 /* Whether ready(arg) holds, checked under mu. */
 static bool
-session_ready(bool (*ready) (void *), void *arg)
+session_ready(ZklReady ready, void *arg)
 {
 	bool		ok;
 
-	pthread_mutex_lock(&zkl_shared.mu);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	ok = ready(arg);
-	pthread_mutex_unlock(&zkl_shared.mu);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return ok;
 }
 
 /*
  * Sleep until the latch, the eventfd or the deadline (0: none) wakes us,
- * reported as event; then reset the latch and drain the eventfd.
+ * reported as event; then reset the latch and empty the eventfd.
  */
 static void
 session_sleep(TimestampTz deadline, uint32 event)
@@ -113,7 +92,7 @@ session_sleep(TimestampTz deadline, uint32 event)
 		timeout = (long) Max((deadline - GetCurrentTimestamp() + 999) / 1000, 0);
 	if (WaitEventSetWait(zkl_wait_set, timeout, &ev, 1, event) > 0 &&
 		(ev.events & WL_SOCKET_READABLE))
-		session_read_eventfd();
+		zkl_sess_sync_clear();
 	ResetLatch(MyLatch);
 }
 
@@ -123,7 +102,7 @@ session_sleep(TimestampTz deadline, uint32 event)
  * timeout raises out of here.
  */
 bool
-session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
+zkl_sess_wait_for(ZklReady ready, void *arg, TimestampTz deadline)
 {
 	for (;;)
 	{
@@ -133,7 +112,7 @@ session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
 			return false;
 		session_sleep(deadline, zkl_wait_events[zkl_wait_kind]);
 		CHECK_FOR_INTERRUPTS();
-		session_flush_log();
+		zkl_sess_log_flush();
 	}
 }
 
@@ -146,7 +125,7 @@ session_wait(bool (*ready) (void *), void *arg, TimestampTz deadline)
  * Reported as a release's wait, the only one of this kind.
  */
 ZklReleaseWait
-session_wait_held(bool (*ready) (void *), void *arg, TimestampTz deadline)
+zkl_sess_wait_held(ZklReady ready, void *arg, TimestampTz deadline)
 {
 	for (;;)
 	{
@@ -162,43 +141,30 @@ session_wait_held(bool (*ready) (void *), void *arg, TimestampTz deadline)
 		if (GetCurrentTimestamp() >= deadline)
 			return ZKL_RELEASE_TIMED_OUT;
 		session_sleep(deadline, zkl_wait_events[ZKL_WAIT_RELEASE]);
-		session_flush_log();
+		zkl_sess_log_flush();
 	}
 }
 
-static bool
-session_all_answered(void)
-{
-	bool		done;
-
-	pthread_mutex_lock(&zkl_shared.mu);
-	done = zkl_shared.requests_out == 0 ||
-		zkl_shared.state != ZOO_CONNECTED_STATE;
-	pthread_mutex_unlock(&zkl_shared.mu);
-	return done;
-}
-
 /*
- * At exit: wait up to timeout_ms until every request sent has its answer
- * (releases above all), or the connection is gone.  No latch, no
- * interrupts: only the eventfd, with poll.
+ * At exit: wait up to timeout_ms until ready(arg) holds (checked under
+ * mu).  No latch, no interrupts: only the eventfd, with poll.
  */
 void
-session_drain(int timeout_ms)
+zkl_sess_wait_drain(ZklReady ready, void *arg, int timeout_ms)
 {
 	ZklStamp	start;
 
 	zkl_stamp_now(&start);
-	while (!session_all_answered())
+	while (!session_ready(ready, arg))
 	{
-		struct pollfd p = {.fd = zkl_shared.efd, .events = POLLIN};
+		struct pollfd p = {.fd = zkl_sess_sync_fd(), .events = POLLIN};
 		int64_t		left = timeout_ms - zkl_stamp_age_ms(&start);
 
 		if (left <= 0)
 			return;
 		if (poll(&p, 1, (int) left) < 0 && errno != EINTR)
 			return;
-		session_read_eventfd();
+		zkl_sess_sync_clear();
 	}
 }
 
@@ -215,17 +181,20 @@ zkl_session_wait_kind(ZklWaitKind kind)
 	return prev;
 }
 
-/* session_wait reported as kind; the kind before is restored, on error too. */
+/*
+ * zkl_sess_wait_for reported as kind; the kind before is restored, on error
+ * too.
+ */
 bool
-session_wait_as(ZklWaitKind kind, bool (*ready) (void *), void *arg,
-				TimestampTz deadline)
+zkl_sess_wait_for_as(ZklWaitKind kind, ZklReady ready, void *arg,
+					 TimestampTz deadline)
 {
 	ZklWaitKind prev = zkl_session_wait_kind(kind);
 	volatile bool ok = false;
 
 	PG_TRY();
 	{
-		ok = session_wait(ready, arg, deadline);
+		ok = zkl_sess_wait_for(ready, arg, deadline);
 	}
 	PG_FINALLY();
 	{

@@ -126,7 +126,7 @@ ok(poll_until(sub { zk_count($zk, '/zklock/expiry') == 1 }, 30),
 	'cut off, its session expires on the ensemble: its node is gone');
 $proxy->mode('pass');
 ok( poll_until(
-		sub { ($g->cmd('print zkl_shared.state', 10) // '') =~ /= -112\b/ }, 30),
+		sub { ($g->cmd('print zkl_state_state', 10) // '') =~ /= -112\b/ }, 30),
 	'the client library has heard the session expired, the main thread still held'
 ) or diag($g->output);
 $g->cmd('delete');

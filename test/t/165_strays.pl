@@ -37,7 +37,7 @@ sub leave_stray
 {
 	my ($release) = @_;
 	my $g = ZkGdb->attach($apid) or return undef;
-	my $set = $g->cmd("break session_queue_cleanup\ncommands\nsilent\nreturn 0\ncontinue\nend") // '';
+	my $set = $g->cmd("break zkl_sess_cleanup_queue_locked\ncommands\nsilent\nreturn 0\ncontinue\nend") // '';
 	$g->cmd('continue &');
 	my $out = $a->query_safe($release);
 	$g->detach;

@@ -34,7 +34,6 @@
 #include <unistd.h>
 
 #include "miscadmin.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "utils/timestamp.h"
 
@@ -53,6 +52,7 @@ static unsigned char zkl_uuid_bytes[10];
 static uint32 zkl_uuid_counter = 0;
 static char zkl_own_prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
 static bool zkl_exit_registered = false;
+static int	zkl_library_fds = 0;	/* external descriptors counted for it */
 
 /* A name resolution the main thread waits for; shared with its thread. */
 typedef struct ZklResolve
@@ -121,8 +121,8 @@ session_close(void)
 	zkl_sess_lease_reset_locked();
 	zkl_sess_cleanup_drop_all_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
-		ReleaseExternalFD();
+	zkl_sess_sync_release_fds(zkl_library_fds);
+	zkl_library_fds = 0;
 }
 
 /*
@@ -424,16 +424,25 @@ session_open(void)
 	zkl_sess_request_set_identity();
 	hosts = session_resolve();
 
-	for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
-		ReserveExternalFD();
+	PG_TRY();
+	{
+		zkl_sess_sync_acquire_fds(ZKL_LIBRARY_FDS);
+	}
+	PG_CATCH();
+	{
+		free(hosts);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	zkl_library_fds = ZKL_LIBRARY_FDS;
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
 	zh = session_start_handle(hosts, &init_errno);
 	free(hosts);
 	if (zh == NULL)
 	{
-		for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
-			ReleaseExternalFD();
+		zkl_sess_sync_release_fds(zkl_library_fds);
+		zkl_library_fds = 0;
 		zkl_sess_log_flush();
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),

@@ -12,7 +12,7 @@
  *
  *	 session_clock.c	the clock (ZklStamp): no state
  *	 session_sync.c		the one mutex mu, the eventfd that wakes the main
- *						thread
+ *						thread, the count of external descriptors
  *	 session_log.c		the client library's log, kept until the main thread
  *						emits it
  *	 session_wait.c		the main thread's waits (latch, eventfd, interrupts)
@@ -81,6 +81,8 @@ extern void zkl_sess_sync_open(void);
 extern int	zkl_sess_sync_fd(void);
 extern void zkl_sess_sync_kick(void);
 extern void zkl_sess_sync_clear(void);
+extern void zkl_sess_sync_acquire_fds(int n);
+extern void zkl_sess_sync_release_fds(int n);
 
 /* session_log.c */
 extern void zkl_sess_log_callback(const char *message);

@@ -393,17 +393,6 @@ zkl_session_create_mark(const char *path, const char *data)
 						"create", path);
 }
 
-ZklOp *
-zkl_session_children(const char *path)
-{
-	ZklOp	   *op = session_new_op(ZKL_OP_CHILDREN);
-
-	return session_sent(op,
-						zoo_aget_children(zkl_sess_state_handle(), path, 0,
-										  session_listed, op),
-						"list", path);
-}
-
 /* The data watcher only counts: the recipe decides what a wake means. */
 static void
 session_data_watcher(zhandle_t *zh, int type, int state, const char *path,
@@ -430,6 +419,47 @@ session_data_watcher(zhandle_t *zh, int type, int state, const char *path,
 }
 
 /*
+ * Read path's data, with a data watch when watch says so; the watch's op
+ * keeps the target, so that one answered after its waiter gave up is
+ * removed again.
+ */
+static ZklOp *
+session_read(const char *path, bool watch)
+{
+	ZklOp	   *op = session_new_op(watch ? ZKL_OP_WATCH : ZKL_OP_GET);
+
+	if (watch && (op->path = strdup(path)) == NULL)
+		return session_sent(op, ZSYSTEMERROR, "watch", path);
+	return session_sent(op,
+						zoo_awget(zkl_sess_state_handle(), path,
+								  watch ? session_data_watcher : NULL, NULL,
+								  session_got_data, op),
+						watch ? "watch" : "get", path);
+}
+
+/* List path's children, with a child watch when watch says so; likewise. */
+static ZklOp *
+session_list(const char *path, bool watch)
+{
+	ZklOp	   *op = session_new_op(watch ? ZKL_OP_WATCH_CHILDREN :
+									ZKL_OP_CHILDREN);
+
+	if (watch && (op->path = strdup(path)) == NULL)
+		return session_sent(op, ZSYSTEMERROR, "list", path);
+	return session_sent(op,
+						zoo_awget_children(zkl_sess_state_handle(), path,
+										   watch ? session_data_watcher : NULL,
+										   NULL, session_listed, op),
+						"list", path);
+}
+
+ZklOp *
+zkl_session_children(const char *path)
+{
+	return session_list(path, false);
+}
+
+/*
  * Set a data watch on path (get-data rather than exists: a data watch is
  * not left behind when the node is already gone, ZNONODE).  The op keeps
  * the notification counts of the moment it was sent, for
@@ -438,44 +468,24 @@ session_data_watcher(zhandle_t *zh, int type, int state, const char *path,
 ZklOp *
 zkl_session_watch(const char *path)
 {
-	ZklOp	   *op = session_new_op(ZKL_OP_WATCH);
-
-	if ((op->path = strdup(path)) == NULL)
-		return session_sent(op, ZSYSTEMERROR, "watch", path);
-	return session_sent(op,
-						zoo_awget(zkl_sess_state_handle(), path, session_data_watcher,
-								  NULL, session_got_data, op),
-						"watch", path);
+	return session_read(path, true);
 }
 
 /*
  * List path and set a child watch on it (the semaphore's waiter, which
- * must hear of a lease going).  Like a data watch, one answered after its
- * waiter gave up is removed again.
+ * must hear of a lease going).
  */
 ZklOp *
 zkl_session_watch_children(const char *path)
 {
-	ZklOp	   *op = session_new_op(ZKL_OP_WATCH_CHILDREN);
-
-	if ((op->path = strdup(path)) == NULL)
-		return session_sent(op, ZSYSTEMERROR, "list", path);
-	return session_sent(op,
-						zoo_awget_children(zkl_sess_state_handle(), path,
-										   session_data_watcher, NULL,
-										   session_listed, op),
-						"list", path);
+	return session_list(path, true);
 }
 
 /* Ask for a node's data (and czxid), without a watch. */
 ZklOp *
 zkl_session_get(const char *path)
 {
-	ZklOp	   *op = session_new_op(ZKL_OP_GET);
-
-	return session_sent(op,
-						zoo_aget(zkl_sess_state_handle(), path, 0, session_got_data, op),
-						"get", path);
+	return session_read(path, false);
 }
 
 /* Ask for a node's Stat (czxid, ephemeral owner). */

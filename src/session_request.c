@@ -67,6 +67,50 @@ struct ZklOp
 	char	   *sweep_prefix;
 };
 
+/*
+ * The primary message of a failed request, per kind, whole sentences so
+ * that they can be translated (as aclchk.c's are): when it failed, and
+ * when ZooKeeper denied it.
+ */
+static const struct
+{
+	const char *failed;
+	const char *denied;
+}			zkl_req_messages[] = {
+	[ZKL_OP_CREATE_NODE] = {
+		gettext_noop("could not create ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to create ZooKeeper node \"%s\"")
+	},
+	[ZKL_OP_CREATE_DIR] = {
+		gettext_noop("could not create ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to create ZooKeeper node \"%s\"")
+	},
+	[ZKL_OP_CHILDREN] = {
+		gettext_noop("could not list the children of ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to list the children of ZooKeeper node \"%s\"")
+	},
+	[ZKL_OP_WATCH] = {
+		gettext_noop("could not watch ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to watch ZooKeeper node \"%s\"")
+	},
+	[ZKL_OP_WATCH_CHILDREN] = {
+		gettext_noop("could not list the children of ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to list the children of ZooKeeper node \"%s\"")
+	},
+	[ZKL_OP_STAT] = {
+		gettext_noop("could not read the status of ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to read the status of ZooKeeper node \"%s\"")
+	},
+	[ZKL_OP_GET] = {
+		gettext_noop("could not read ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to read ZooKeeper node \"%s\"")
+	},
+	[ZKL_OP_ACL] = {
+		gettext_noop("could not read the ACL of ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to read the ACL of ZooKeeper node \"%s\"")
+	},
+};
+
 /* Under mu. */
 static uint64 zkl_req_watch_events = 0; /* data-watch notifications received */
 static uint64 zkl_req_session_events = 0;
@@ -294,6 +338,9 @@ session_new_op(ZklOpKind kind)
 	return op;
 }
 
+pg_noreturn static void session_raise_rc(ZklOpKind kind, int rc,
+										 const char *path);
+
 /*
  * Account for the send of an op.  One the library refused because the
  * session is gone (an expired handle says ZINVALIDSTATE) is answered at
@@ -301,8 +348,10 @@ session_new_op(ZklOpKind kind)
  * answer; any other refusal is freed, and raised.
  */
 static ZklOp *
-session_sent(ZklOp *op, int rc, const char *what, const char *path)
+session_sent(ZklOp *op, int rc, const char *path)
 {
+	ZklOpKind	kind;
+
 	if (rc == ZOK)
 		return op;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
@@ -312,15 +361,9 @@ session_sent(ZklOp *op, int rc, const char *what, const char *path)
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (op->done)
 		return op;
-	PG_TRY();
-	{
-		zkl_session_raise(op, what, path);
-	}
-	PG_FINALLY();
-	{
-		session_free_op(op);
-	}
-	PG_END_TRY();
+	kind = op->kind;
+	session_free_op(op);
+	session_raise_rc(kind, rc, path);
 	return NULL;
 }
 
@@ -355,12 +398,12 @@ zkl_session_create_node(const char *path, const char *data,
 	op->sweep_dir = strdup(sweep_dir);
 	op->sweep_prefix = strdup(sweep_prefix);
 	if (op->sweep_dir == NULL || op->sweep_prefix == NULL)
-		return session_sent(op, ZSYSTEMERROR, "create", path);
+		return session_sent(op, ZSYSTEMERROR, path);
 	return session_sent(op,
 						zoo_acreate2(zkl_sess_state_handle(), path, data, (int) strlen(data),
 									 session_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
 									 session_created, op),
-						"create", path);
+						path);
 }
 
 /* Send the create of a directory: a container, or a persistent parent. */
@@ -373,7 +416,7 @@ zkl_session_create_dir(const char *path, bool container)
 						zoo_acreate2(zkl_sess_state_handle(), path, NULL, -1, session_acl(),
 									 container ? ZOO_CONTAINER : ZOO_PERSISTENT,
 									 session_created, op),
-						"create", path);
+						path);
 }
 
 /*
@@ -390,7 +433,7 @@ zkl_session_create_mark(const char *path, const char *data)
 						zoo_acreate2(zkl_sess_state_handle(), path, data, (int) strlen(data),
 									 session_acl(), ZOO_EPHEMERAL,
 									 session_created, op),
-						"create", path);
+						path);
 }
 
 /* The data watcher only counts: the recipe decides what a wake means. */
@@ -429,12 +472,12 @@ session_read(const char *path, bool watch)
 	ZklOp	   *op = session_new_op(watch ? ZKL_OP_WATCH : ZKL_OP_GET);
 
 	if (watch && (op->path = strdup(path)) == NULL)
-		return session_sent(op, ZSYSTEMERROR, "watch", path);
+		return session_sent(op, ZSYSTEMERROR, path);
 	return session_sent(op,
 						zoo_awget(zkl_sess_state_handle(), path,
 								  watch ? session_data_watcher : NULL, NULL,
 								  session_got_data, op),
-						watch ? "watch" : "get", path);
+						path);
 }
 
 /* List path's children, with a child watch when watch says so; likewise. */
@@ -445,12 +488,12 @@ session_list(const char *path, bool watch)
 									ZKL_OP_CHILDREN);
 
 	if (watch && (op->path = strdup(path)) == NULL)
-		return session_sent(op, ZSYSTEMERROR, "list", path);
+		return session_sent(op, ZSYSTEMERROR, path);
 	return session_sent(op,
 						zoo_awget_children(zkl_sess_state_handle(), path,
 										   watch ? session_data_watcher : NULL,
 										   NULL, session_listed, op),
-						"list", path);
+						path);
 }
 
 ZklOp *
@@ -496,7 +539,7 @@ zkl_session_stat(const char *path)
 
 	return session_sent(op,
 						zoo_aexists(zkl_sess_state_handle(), path, 0, session_got_stat, op),
-						"stat", path);
+						path);
 }
 
 /*
@@ -513,7 +556,7 @@ zkl_session_get_acl(const char *path)
 	op = session_new_op(ZKL_OP_ACL);
 	return session_sent(op,
 						zoo_aget_acl(zkl_sess_state_handle(), path, session_got_acl, op),
-						"get ACL", path);
+						path);
 }
 
 static bool
@@ -678,13 +721,18 @@ zkl_session_op_free(ZklOp *op)
 		zkl_sess_cleanup_issue();
 }
 
-/* Raise the error for a failed request. */
-void
-zkl_session_raise(ZklOp *op, const char *what, const char *path)
+/*
+ * Raise the error for a failed request of the given kind on path: the
+ * primary message says what the request was for, the detail why it
+ * failed.
+ */
+pg_noreturn static void
+session_raise_rc(ZklOpKind kind, int rc, const char *path)
 {
+	const char *failed = zkl_req_messages[kind].failed;
 	int			code;
 
-	switch (zkl_sess_state_rc(op->rc))
+	switch (zkl_sess_state_rc(rc))
 	{
 		case ZKL_RC_CONNECTION_LOST:
 			code = ERRCODE_CONNECTION_FAILURE;
@@ -692,18 +740,17 @@ zkl_session_raise(ZklOp *op, const char *what, const char *path)
 		case ZKL_RC_SESSION_LOST:
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_EXCEPTION),
-					 errmsg("ZooKeeper session ended before the %s request for \"%s\" was answered",
-							what, path),
-					 errdetail("The ensemble expired, closed or moved this backend's session (%s).",
-							   zerror(op->rc)),
-					 op->rc != ZSESSIONMOVED ?
+					 errmsg(failed, path),
+					 errdetail("The ensemble expired, closed or moved this backend's session before it answered (%s).",
+							   zerror(rc)),
+					 rc != ZSESSIONMOVED ?
 					 errhint("The next zklock call opens a new session.") : 0));
 			break;
 		case ZKL_RC_DENIED:
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("ZooKeeper denied the %s request for \"%s\"", what, path),
-					 errdetail_internal("%s", zerror(op->rc)),
+					 errmsg(zkl_req_messages[kind].denied, path),
+					 errdetail_internal("%s", zerror(rc)),
 					 errhint("The node belongs to another ZooKeeper identity: check zklock.auth and zklock.root.")));
 			break;
 		default:
@@ -712,8 +759,19 @@ zkl_session_raise(ZklOp *op, const char *what, const char *path)
 	}
 	ereport(ERROR,
 			(errcode(code),
-			 errmsg("ZooKeeper %s request for \"%s\" failed", what, path),
-			 errdetail_internal("%s", zerror(op->rc))));
+			 errmsg(failed, path),
+			 errdetail_internal("%s", zerror(rc))));
+}
+
+/*
+ * Raise the error for a failed request.  The op's kind says what the
+ * request was for; what, the caller's word for it, adds nothing to that.
+ */
+void
+zkl_session_raise(ZklOp *op, const char *what, const char *path)
+{
+	(void) what;
+	session_raise_rc(op->kind, op->rc, path);
 }
 
 /*

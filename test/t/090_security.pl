@@ -55,13 +55,13 @@ $ret = $node->psql('postgres',
 	"SET zklock.auth = 'zklock:wrong'; SELECT zk_lock('vault', '30s')",
 	stdout => \$stdout, stderr => \$stderr, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 ok($ret != 0, 'a wrong password fails');
-like($stderr, qr/ERROR:  42501: ZooKeeper denied the create request for "\/secure\/vault/,
+like($stderr, qr/ERROR:  42501: permission denied to create ZooKeeper node "\/secure\/vault/,
 	'with SQLSTATE 42501 naming the request');
 like($stderr, qr/HINT:  .*zklock\.auth/, 'and a hint naming zklock.auth');
 ok(time - $t0 < 15, 'at once, not after the 30 s lock timeout');
 $node->psql('postgres', "SET zklock.auth = 'zklock:wrong'; SELECT zk_lock('fresh-name')",
 	stderr => \$stderr);
-like($stderr, qr/ZooKeeper denied the create request for "\/secure\/fresh-name"/,
+like($stderr, qr/permission denied to create ZooKeeper node "\/secure\/fresh-name"/,
 	'nor can it create new lock directories under the root');
 
 # The same credentials from another backend can contend normally.

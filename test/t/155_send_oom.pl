@@ -152,13 +152,17 @@ is($node->safe_psql('postgres', "SELECT zk_try_lock('oom'), zk_unlock('oom')"), 
 # three descriptors for the client library; the second of those three is
 # refused.
 my $f = session();
+# Loaded, for gdb to find its functions; no session is opened yet.
+$f->query_safe("LOAD 'zklock'");
 my $d = ZkGdb->attach(backend_pid($f));
 ok($d, 'gdb attached to a fresh backend');
 $d->cmd('set $lib = 0');
 $d->cmd('set $acq = 0');
 $d->cmd('set $rel = 0');
-like($d->cmd("break zkl_sess_sync_acquire_fds if n == 3\ncommands\nsilent\nset \$lib = 1\ncontinue\nend") // '',
-	qr/Breakpoint \d+ at/, 'gdb sees the client library\'s descriptors counted');
+# The session resolves zklock.hosts after its eventfd and wait set are
+# made, before it counts the library's descriptors.
+like($d->cmd("break session_resolve\ncommands\nsilent\nset \$lib = 1\ncontinue\nend") // '',
+	qr/Breakpoint \d+ at/, 'gdb sees the session about to count the client library\'s descriptors');
 # Refused at the entry: return false to the caller.
 like($d->cmd("break *AcquireExternalFD\ncommands\nsilent\nif \$lib\nset \$acq = \$acq + 1\n"
 	  . "if \$acq == 2\nset \$rax = 0\nset \$pc = *(long *) \$sp\nset \$sp = \$sp + 8\nend\nend\ncontinue\nend") // '',

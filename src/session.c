@@ -120,6 +120,7 @@ session_close(void)
 	zkl_sess_state_reset_locked();
 	zkl_sess_lease_reset_locked();
 	zkl_sess_cleanup_drop_all_locked();
+	zkl_sess_request_free_limbo_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	zkl_sess_sync_release_fds(zkl_library_fds);
 	zkl_library_fds = 0;

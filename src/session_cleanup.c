@@ -34,6 +34,9 @@ typedef struct ZklCleanup
 {
 	struct ZklCleanup *next;
 	bool		in_flight;
+	bool		sending;		/* its zoo_a* call has not returned yet */
+	bool		early;			/* answered while sending, with early_rc */
+	int			early_rc;
 	ZklCleanupKind kind;
 	char	   *path;
 	char	   *prefix;
@@ -45,6 +48,12 @@ typedef struct ZklCleanup
 static ZklCleanup *zkl_cleanups = NULL;
 static uint64 zkl_cleanups_queued = 0;	/* seq of the last clean-up queued */
 static void (*zkl_cleanup_delete_hook) (const ZklStamp *sent) = NULL;
+
+/*
+ * Entries whose send failed with ZMARSHALLINGERROR: the library may hold
+ * them and run their completion later (see session_int.h).  Under mu.
+ */
+static ZklCleanup *zkl_cleanup_limbo = NULL;
 
 /*
  * Who hears that a delete sent at *sent was answered: called on the
@@ -129,23 +138,39 @@ session_drop_cleanup(ZklCleanup *c)
 	session_cleanup_free(c);
 }
 
-/* Forget every entry: the session is closed.  Caller holds mu. */
+/*
+ * Forget every entry: the session is closed, and the library's threads
+ * with it, so no completion holds one any more.  Caller holds mu.
+ */
 void
 zkl_sess_cleanup_drop_all_locked(void)
 {
 	while (zkl_cleanups != NULL)
 		session_drop_cleanup(zkl_cleanups);
+	while (zkl_cleanup_limbo != NULL)
+	{
+		ZklCleanup *c = zkl_cleanup_limbo;
+
+		zkl_cleanup_limbo = c->next;
+		session_cleanup_free(c);
+	}
 }
 
 /*
  * Settle one answered entry: done unless the connection was lost, in
  * which case it goes again after the reconnect.  Expiry and close remove
  * the session's nodes and watches anyway; ZNOWATCHER means the watch fired
- * first.  Caller holds mu.
+ * first.  An entry in limbo was never sent: its completion only frees it.
+ * Caller holds mu.
  */
 static void
 session_cleanup_answered(ZklCleanup *c, int rc)
 {
+	if (session_cleanup_unlink(&zkl_cleanup_limbo, c))
+	{
+		session_cleanup_free(c);
+		return;
+	}
 	zkl_sess_state_answered_locked();
 	if (rc == ZOK && c->kind == ZKL_CLEAN_DELETE && zkl_cleanup_delete_hook)
 		zkl_cleanup_delete_hook(&c->sent);
@@ -155,16 +180,37 @@ session_cleanup_answered(ZklCleanup *c, int rc)
 		session_drop_cleanup(c);
 }
 
+/*
+ * An answer that came before its zoo_a* call returned is left to the
+ * sender, who alone knows whether the send failed.  Caller holds mu;
+ * returns whether the answer was kept for the sender.
+ */
+static bool
+session_cleanup_early(ZklCleanup *c, int rc)
+{
+	if (!c->sending)
+		return false;
+	c->early = true;
+	c->early_rc = rc;
+	return true;
+}
+
 static void
 session_cleanup_done(int rc, const void *data)
 {
+	ZklCleanup *c = (ZklCleanup *) data;
+
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	session_cleanup_answered((ZklCleanup *) data, rc);
+	if (!session_cleanup_early(c, rc))
+		session_cleanup_answered(c, rc);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	zkl_sess_sync_kick();
 }
 
-/* A sweep's listing: queue deletes of the children with our prefix. */
+/*
+ * A sweep's listing: queue deletes of the children with our prefix.  One
+ * answered before its send returned goes again (its listing is not kept).
+ */
 static void
 session_cleanup_listed(int rc, const struct String_vector *strings,
 					   const void *data)
@@ -172,6 +218,11 @@ session_cleanup_listed(int rc, const struct String_vector *strings,
 	ZklCleanup *c = (ZklCleanup *) data;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (session_cleanup_early(c, rc == ZOK ? ZCONNECTIONLOSS : rc))
+	{
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return;
+	}
 	if (rc == ZOK)
 	{
 		size_t		plen = strlen(c->prefix);
@@ -225,6 +276,56 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 	return zoo_adelete(zh, c->path, -1, session_cleanup_done, c);
 }
 
+/*
+ * A send failed with ZMARSHALLINGERROR: the library may hold the entry.
+ * Move it to limbo and queue a copy in its place, to go again after the
+ * reconnect.  Caller holds mu.
+ */
+static void
+session_cleanup_to_limbo(ZklCleanup *c)
+{
+	ZklCleanup *copy = session_cleanup_new(c->kind, c->path, c->prefix,
+										   c->seq);
+
+	session_cleanup_unlink(&zkl_cleanups, c);
+	c->next = zkl_cleanup_limbo;
+	zkl_cleanup_limbo = c;
+	if (copy == NULL)
+		return;					/* the node goes with the session */
+	copy->next = zkl_cleanups;
+	zkl_cleanups = copy;
+}
+
+/*
+ * After the send of c returned rc: settle an answer that came meanwhile,
+ * or a failed send.  Caller holds mu; returns whether to send on.
+ */
+static bool
+session_cleanup_sent_locked(ZklCleanup *c, int rc)
+{
+	bool		dropped;
+
+	c->sending = false;
+	if (c->early)
+	{
+		/* Its completion ran: it was registered, and is answered. */
+		c->early = false;
+		session_cleanup_answered(c, c->early_rc);
+		return rc == ZOK;
+	}
+	if (rc == ZOK)
+		return true;
+	zkl_sess_state_answered_locked();
+	dropped = rc == ZNOWATCHER || rc == ZBADARGUMENTS || rc == ZINVALIDSTATE;
+	if (dropped)
+		session_drop_cleanup(c);	/* the watch fired, or the session is gone */
+	else if (rc == ZMARSHALLINGERROR)
+		session_cleanup_to_limbo(c);
+	else
+		c->in_flight = false;	/* not sent: again after the reconnect */
+	return dropped;
+}
+
 /* Send every queued clean-up that is not under way; any thread. */
 void
 zkl_sess_cleanup_issue(void)
@@ -234,7 +335,7 @@ zkl_sess_cleanup_issue(void)
 		ZklCleanup *c;
 		zhandle_t  *zh;
 		int			rc;
-		bool		dropped;
+		bool		go_on;
 
 		pthread_mutex_lock(&zkl_sess_sync_mu);
 		zh = zkl_sess_state_handle();
@@ -247,22 +348,16 @@ zkl_sess_cleanup_issue(void)
 			return;
 		}
 		c->in_flight = true;
+		c->sending = true;
 		zkl_stamp_now(&c->sent);
 		zkl_sess_state_sent_locked();
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 
 		rc = session_send_cleanup(zh, c);
-		if (rc == ZOK)
-			continue;
-		dropped = rc == ZNOWATCHER || rc == ZBADARGUMENTS || rc == ZINVALIDSTATE;
 		pthread_mutex_lock(&zkl_sess_sync_mu);
-		zkl_sess_state_answered_locked();
-		if (dropped)
-			session_drop_cleanup(c);	/* the watch fired, or the session is gone */
-		else
-			c->in_flight = false;	/* not sent: again after the reconnect */
+		go_on = session_cleanup_sent_locked(c, rc);
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
-		if (!dropped)
+		if (!go_on)
 			return;
 	}
 }

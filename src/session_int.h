@@ -53,6 +53,14 @@
  * where a cancel is served, so it finds only addresses) and
  * zookeeper_close (bounded by the library: about 4.5 s at most).
  *
+ * A request the library refuses with ZMARSHALLINGERROR may still have its
+ * completion registered: 3.8.0 registers the completion, then fails to
+ * queue the request when out of memory, and the completion runs later
+ * (when the next reply comes out of order and the library drops the
+ * connection, or at close) with the object it was given.  So the sender
+ * never frees such an object: it goes to its file's limbo list, whence
+ * its completion takes and frees it, or the close does when none came.
+ *
  *-------------------------------------------------------------------------
  */
 #ifndef ZKLOCK_SESSION_INT_H
@@ -151,5 +159,6 @@ extern void zkl_sess_lease_stop(void);
 extern void zkl_sess_request_set_identity(void);
 extern void zkl_sess_request_session_event_locked(void);
 extern uint64 zkl_sess_request_watch_events_locked(void);
+extern void zkl_sess_request_free_limbo_locked(void);
 
 #endif							/* ZKLOCK_SESSION_INT_H */

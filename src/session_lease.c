@@ -64,6 +64,7 @@ typedef struct ZklNode
 /* One proof request; freed by its completion. */
 typedef struct ZklProof
 {
+	struct ZklProof *next;		/* in limbo */
 	ZklStamp	sent;
 	int			n;
 	char	  **paths;
@@ -71,6 +72,7 @@ typedef struct ZklProof
 	zoo_op_result_t *results;
 	bool		done;
 	bool		abandoned;		/* the main thread let go */
+	bool		limbo;			/* refused with ZMARSHALLINGERROR */
 	int			rc;
 } ZklProof;
 
@@ -81,6 +83,7 @@ static ZklStamp zkl_lease_proof_sent;	/* send time of the last write answered */
 static int	zkl_lease_proofs_in_flight = 0;
 static bool zkl_lease_stop = false;
 static pthread_cond_t zkl_lease_cv; /* wakes the lease thread */
+static ZklProof *zkl_lease_limbo = NULL;	/* see session_int.h */
 
 /* Main-thread state. */
 static pthread_t zkl_lease_thread;
@@ -203,7 +206,8 @@ session_proof_free(ZklProof *p)
 
 /*
  * The session is closed, its threads gone: forget its nodes (they went
- * with it) and its proof.  Caller holds mu.
+ * with it), its proof, and the proofs no completion came for.  Caller
+ * holds mu.
  */
 void
 zkl_sess_lease_reset_locked(void)
@@ -216,6 +220,13 @@ zkl_sess_lease_reset_locked(void)
 		zkl_lease_nodes = n->next;
 		free(n->path);
 		free(n);
+	}
+	while (zkl_lease_limbo != NULL)
+	{
+		ZklProof   *p = zkl_lease_limbo;
+
+		zkl_lease_limbo = p->next;
+		session_proof_free(p);
 	}
 }
 
@@ -233,6 +244,21 @@ session_proof_node_gone(ZklProof *p)
 	}
 }
 
+/* Take a proof out of limbo; false when it is not there.  Caller holds mu. */
+static bool
+session_proof_unlimbo(ZklProof *p)
+{
+	for (ZklProof **q = &zkl_lease_limbo; *q; q = &(*q)->next)
+	{
+		if (*q == p)
+		{
+			*q = p->next;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* A proof's answer, on the completion thread. */
 static void
 session_proof_done(int rc, const void *data)
@@ -240,6 +266,13 @@ session_proof_done(int rc, const void *data)
 	ZklProof   *p = (ZklProof *) data;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (p->limbo && session_proof_unlimbo(p))
+	{
+		/* Never sent: nothing to learn from it. */
+		session_proof_free(p);
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return;
+	}
 	zkl_sess_state_answered_locked();
 	zkl_lease_proofs_in_flight--;
 	if (rc == ZOK)
@@ -299,14 +332,20 @@ session_proof_send_locked(void)
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	rc = zoo_amulti(zh, p->n, p->ops, p->results, session_proof_done, p);
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	if (rc != ZOK)
+	if (rc == ZOK || p->done)
+		return p;				/* sent, or answered already */
+	zkl_sess_state_answered_locked();
+	zkl_lease_proofs_in_flight--;
+	if (rc == ZMARSHALLINGERROR)
 	{
-		zkl_sess_state_answered_locked();
-		zkl_lease_proofs_in_flight--;
-		session_proof_free(p);
-		return NULL;
+		/* The library may hold it: its completion, or the close, frees it. */
+		p->limbo = true;
+		p->next = zkl_lease_limbo;
+		zkl_lease_limbo = p;
 	}
-	return p;
+	else
+		session_proof_free(p);
+	return NULL;
 }
 
 /*

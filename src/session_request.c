@@ -20,6 +20,10 @@
  * deletion notified), which the recipe's waits are measured against, and
  * zklock.auth's identity as ACLs name it.
  *
+ * A request refused with ZMARSHALLINGERROR may have its completion
+ * registered (see session_int.h): it is raised as failed, and its op let
+ * go as if it were under way, in limbo until its completion or the close.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -65,6 +69,8 @@ struct ZklOp
 	char	   *acl_problem;	/* acl: who else may delete, or NULL */
 	char	   *sweep_dir;		/* create: where to find a lost reply's node */
 	char	   *sweep_prefix;
+	bool		limbo;			/* refused with ZMARSHALLINGERROR, on the list */
+	struct ZklOp *limbo_next;
 };
 
 /*
@@ -116,6 +122,7 @@ static uint64 zkl_req_watch_events = 0; /* data-watch notifications received */
 static uint64 zkl_req_session_events = 0;
 static char *zkl_req_deleted_path = NULL;	/* node of the last deletion notified */
 static uint64 zkl_req_deleted_at = 0;	/* watch_events counted with it */
+static ZklOp *zkl_req_limbo = NULL; /* refused ops the library may hold */
 
 /* zklock.auth's id in ACLs; set at open, before any request. */
 static char zkl_req_own_digest[160];
@@ -166,6 +173,27 @@ session_cleanup_unclaimed(ZklOp *op)
 }
 
 /*
+ * Take an op out of limbo; false when it was not there (it was sent, and
+ * counts as under way).  Caller holds mu.
+ */
+static bool
+session_op_unlimbo(ZklOp *op)
+{
+	if (!op->limbo)
+		return false;
+	for (ZklOp **p = &zkl_req_limbo; *p; p = &(*p)->limbo_next)
+	{
+		if (*p == op)
+		{
+			*p = op->limbo_next;
+			op->limbo = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Finish an op on the completion thread, with mu held by the caller; an
  * abandoned one is freed here after its clean-up.  Returns whether clean-
  * ups were queued.
@@ -175,7 +203,8 @@ session_finish_locked(ZklOp *op, int rc)
 {
 	bool		issue = false;
 
-	zkl_sess_state_answered_locked();
+	if (!session_op_unlimbo(op))
+		zkl_sess_state_answered_locked();
 	op->rc = rc;
 	op->done = true;
 	if (op->abandoned)
@@ -342,29 +371,69 @@ pg_noreturn static void session_raise_rc(ZklOpKind kind, int rc,
 										 const char *path);
 
 /*
+ * Let go of an op: one still under way is freed by its completion, an
+ * answered one now, with what it leaves in ZooKeeper cleaned up.  Caller
+ * holds mu; returns whether clean-ups were queued.
+ */
+static bool
+session_let_go_locked(ZklOp *op)
+{
+	bool		issue = false;
+
+	if (!op->done)
+		op->abandoned = true;
+	else
+	{
+		issue = session_cleanup_unclaimed(op);
+		session_free_op(op);
+	}
+	return issue;
+}
+
+/*
  * Account for the send of an op.  One the library refused because the
  * session is gone (an expired handle says ZINVALIDSTATE) is answered at
  * once with that code, so that callers treat it as they treat such an
- * answer; any other refusal is freed, and raised.
+ * answer; any other refusal is raised.  The op of a refusal is freed,
+ * unless the library may hold it (ZMARSHALLINGERROR): then it is let go
+ * as if under way, and waits in limbo for its completion or the close.
  */
 static ZklOp *
 session_sent(ZklOp *op, int rc, const char *path)
 {
-	ZklOpKind	kind;
+	ZklOpKind	kind = op->kind;
+	bool		issue = false;
 
 	if (rc == ZOK)
 		return op;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	zkl_sess_state_answered_locked();
-	op->rc = rc;
-	op->done = zkl_sess_state_rc(rc) == ZKL_RC_SESSION_LOST;
+	if (rc == ZMARSHALLINGERROR)
+	{
+		/* Its completion may have run already; if not, it will. */
+		if (!op->done)
+		{
+			zkl_sess_state_answered_locked();
+			op->limbo = true;
+			op->limbo_next = zkl_req_limbo;
+			zkl_req_limbo = op;
+		}
+		issue = session_let_go_locked(op);
+		op = NULL;
+	}
+	else
+	{
+		zkl_sess_state_answered_locked();
+		op->rc = rc;
+		op->done = zkl_sess_state_rc(rc) == ZKL_RC_SESSION_LOST;
+	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	if (op->done)
+	if (issue)
+		zkl_sess_cleanup_issue();
+	if (op != NULL && op->done)
 		return op;
-	kind = op->kind;
-	session_free_op(op);
+	if (op != NULL)
+		session_free_op(op);
 	session_raise_rc(kind, rc, path);
-	return NULL;
 }
 
 static const struct ACL_vector *
@@ -704,18 +773,12 @@ zkl_session_op_acl_problem(ZklOp *op)
 void
 zkl_session_op_free(ZklOp *op)
 {
-	bool		issue = false;
+	bool		issue;
 
 	if (op == NULL)
 		return;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	if (!op->done)
-		op->abandoned = true;
-	else
-	{
-		issue = session_cleanup_unclaimed(op);
-		session_free_op(op);
-	}
+	issue = session_let_go_locked(op);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (issue)
 		zkl_sess_cleanup_issue();
@@ -802,6 +865,22 @@ zkl_sess_request_set_identity(void)
 		elog(ERROR, "could not encode SHA-1 digest");
 	snprintf(zkl_req_own_digest, sizeof(zkl_req_own_digest),
 			 "%.*s:%.*s", (int) (colon - zkl_auth), zkl_auth, len, b64);
+}
+
+/*
+ * The handle is closed and the library's threads are gone: no completion
+ * will come for the ops in limbo any more.  Caller holds mu.
+ */
+void
+zkl_sess_request_free_limbo_locked(void)
+{
+	while (zkl_req_limbo != NULL)
+	{
+		ZklOp	   *op = zkl_req_limbo;
+
+		zkl_req_limbo = op->limbo_next;
+		session_free_op(op);
+	}
 }
 
 /* The session watcher heard of a state change.  Caller holds mu. */

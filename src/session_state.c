@@ -30,7 +30,13 @@ static int	zkl_state_timeout_ms = 0;	/* negotiated session timeout */
 static int64_t zkl_state_session_id = 0;	/* of the connected session */
 static uint64 zkl_state_requests_out = 0;	/* sent and not yet answered */
 
-/* ZooKeeper's code in zklock's terms; any thread. */
+/*
+ * ZooKeeper's code in zklock's terms; any thread.  A request's answer is
+ * ZRUNTIMEINCONSISTENCY when the library dropped the connection over a
+ * reply out of order (its completion list no longer matched what went
+ * out): the request may or may not have been done, as after a connection
+ * loss.
+ */
 ZklRc
 zkl_sess_state_rc(int rc)
 {
@@ -44,6 +50,7 @@ zkl_sess_state_rc(int rc)
 			return ZKL_RC_EXISTS;
 		case ZCONNECTIONLOSS:
 		case ZOPERATIONTIMEOUT:
+		case ZRUNTIMEINCONSISTENCY:
 			return ZKL_RC_CONNECTION_LOST;
 		case ZSESSIONEXPIRED:
 		case ZSESSIONMOVED:

@@ -34,6 +34,11 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#if defined(ZKL_RECIPE_LAYER) || defined(ZKL_LOCKSET_LAYER) || defined(ZKL_SQL_LAYER)
+#error "session_int.h is for the session files only"
+#endif
+#define ZKL_SESSION_LAYER
+
 #include "session.h"
 
 /* A point in time, on two clocks; see session_lease.c. */

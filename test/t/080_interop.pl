@@ -64,33 +64,18 @@ use ZklockTest;
 
 my $interop = "$FindBin::Bin/../interop";
 my $python = '/usr/bin/python3';    # Debian's, where python3-kazoo lives
-my $jars = join ':', map { "/usr/share/java/$_.jar" }
-  qw(curator-recipes curator-framework curator-client guava zookeeper
-  zookeeper-jute slf4j-api slf4j-nop);
+my $jars = $curator_jars;
 my $classes = "$PostgreSQL::Test::Utils::tmp_check/interop_classes";
 my $peer_logs = $PostgreSQL::Test::Utils::log_path;
 
-my (@peers, @sessions);
+my @sessions;
 
-# Peers still running when the test ends (or dies) are stopped by pid.
-END
-{
-	for my $p (@peers)
-	{
-		eval { $p->{h}->kill_kill(grace => 2) };
-	}
-}
 
 # --- prerequisites: missing ones fail the test, nothing is skipped
 my @missing = grep { !-r } split /:/, $jars;
 is("@missing", '', 'Curator and ZooKeeper client jars are installed')
   or die "missing jars: @missing";
-make_path($classes);
-ok( run_log(
-		[
-			'javac', '-nowarn', '-d', $classes, '-cp', $jars,
-			"$interop/LockPeer.java", "$interop/CraftSnapshot.java"
-		]),
+ok(compile_peers($classes, "$interop/LockPeer.java", "$interop/CraftSnapshot.java"),
 	'the Curator peer and the snapshot tool compile')
   or die 'javac failed (the test needs a JDK: default-jdk-headless)';
 ok( run_log(
@@ -164,10 +149,14 @@ sub pg_got
 	return ($tok // '', $t // 0, $err);
 }
 
+# Waits: in zklock's wait, and (given $lock) with its node in the queue: on
+# PostgreSQL 15 the wait for the create's answer is a wait too.
 sub pg_waits
 {
-	my ($pg) = @_;
-	return poll_until(sub { is_waiting($node, $pg->{pid}) });
+	my ($pg, $lock) = @_;
+	return poll_until(sub {
+		is_waiting($node, $pg->{pid}) && (!defined $lock || node_of($lock, $pg->{name}) ne '')
+	});
 }
 
 # Release; returns the time the critical section ended (before the delete).
@@ -180,28 +169,16 @@ sub pg_release
 }
 
 # --- peers
-sub peer
-{
-	my ($name, @cmd) = @_;
-	my $p = { name => $name, in => '', out => '' };
-	$p->{h} = IPC::Run::start(\@cmd, '<', \$p->{in}, '>', \$p->{out},
-		'2>', "$peer_logs/peer_$name.err");
-	push @peers, $p;
-	is(peer_line($p, 60), 'ready', "peer $name is connected");
-	return $p;
-}
-
 sub curator
 {
 	my ($name, $path, $mode) = @_;
-	return peer($name, 'java', '-Xmx128m', '-XX:TieredStopAtLevel=1',
-		'-cp', "$classes:$jars", 'LockPeer', $hosts, $path, $mode, $name);
+	return curator_peer($classes, $hosts, $name, $path, $mode);
 }
 
 sub kazoo
 {
 	my ($name, $path, $mode) = @_;
-	return peer($name, $python, "$interop/kazoo_peer.py", $hosts, $path,
+	return start_peer($name, $python, "$interop/kazoo_peer.py", $hosts, $path,
 		$mode, $name);
 }
 
@@ -213,13 +190,6 @@ sub peer_silent
 	return $p->{out} eq '';
 }
 
-sub peer_quit
-{
-	my ($p) = @_;
-	is(peer_cmd($p, 'quit'), 'bye', "peer $p->{name} quits");
-	$p->{h}->finish;
-	@peers = grep { $_ != $p } @peers;
-}
 
 # --- the queue as zklock sees it (zk_lock_queue, from an observer backend):
 # contenders in order, "/s" for shared, "*" for holders.  PG backends by
@@ -597,9 +567,9 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	is(peer_cmd($adm, "create $path/$_"), "created $path/$_", "node $_ created")
 	  for @hand;
 	pg_start($pe, 'zk_lock', $lock);
-	ok(pg_waits($pe), 'we waits');
+	ok(pg_waits($pe, $lock), 'we waits');
 	pg_start($pf, 'zk_lock', $lock);
-	ok(pg_waits($pf), 'wf waits');
+	ok(pg_waits($pf, $lock), 'wf waits');
 	is(join(' ', map { /(?:lock-|__)(-?\d+)$/ } map { node_of($lock, $_) } qw(we wf)),
 		'-2147483644 -2147483643',
 		'ZooKeeper named their nodes after the wrapped counter (3 hand-made creates later)');

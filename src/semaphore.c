@@ -49,8 +49,9 @@ sem_raise_self_deadlock(const ZklContender *c, int mine)
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_DEADLOCK_DETECTED),
 			 errmsg("deadlock detected"),
-			 errdetail("This backend holds %d leases of semaphore \"%s\" itself and asks for one more with max_leases %d: it would wait for itself.",
-					   mine - 1, c->display, c->max_leases),
+			 errdetail_plural("This backend holds %d lease of semaphore \"%s\" itself and asks for one more with max_leases %d: it would wait for itself.",
+							  "This backend holds %d leases of semaphore \"%s\" itself and asks for one more with max_leases %d: it would wait for itself.",
+							  mine - 1, mine - 1, c->display, c->max_leases),
 			 errhint("Release a lease of this semaphore first, or raise max_leases.")));
 }
 

@@ -320,7 +320,7 @@ for my $n (@nodes)
 		    IF xact THEN tok := zk_xact_semaphore('ledger', 3, '60s');
 		    ELSE tok := zk_semaphore('ledger', 3, '60s'); END IF;
 		    t_in := clock_timestamp();
-		    PERFORM pg_sleep(0.01 + random() * 0.03);
+		    PERFORM pg_sleep(0.05 + random() * 0.1);
 		    INSERT INTO ledger VALUES (pg_backend_pid(), i, tok, t_req, t_in, clock_timestamp());
 		    IF NOT xact THEN PERFORM zk_semaphore_release('ledger', tok); END IF;
 		    COMMIT;
@@ -369,20 +369,21 @@ for my $e (@ev)
 	$max = $cur if $cur > $max;
 }
 ok($max == 3, "never more than 3 holders at once, and 3 at times (at most $max seen)");
-# Fairness, over the pairs where it is at stake: x asked 0.5 s before y
-# and still waited when y asked.  A check over no such pair proves nothing.
+# Fairness, over the pairs where it is at stake: x asked 0.25 s before y
+# and still waited when y asked (holds of 50-150 ms make such waits
+# common).  A check over no such pair proves nothing.
 my ($pairs, $overtaken) = (0, 0);
 for my $x (@rows)
 {
 	for my $y (@rows)
 	{
-		next unless $x->[2] + 0.5 < $y->[2] && $x->[3] > $y->[2];
+		next unless $x->[2] + 0.25 < $y->[2] && $x->[3] > $y->[2];
 		$pairs++;
 		$overtaken++ if $x->[1] > $y->[1];
 	}
 }
 cmp_ok($pairs, '>', 0, "requests waited while later ones came ($pairs such pairs)");
-is($overtaken, 0, 'a request made 0.5 s before another got its lease first');
+is($overtaken, 0, 'a request made 0.25 s before another got its lease first');
 $_->[1]->quit for @runs;
 
 # --- 6. no herd: 50 waiters behind 3 holders

@@ -17,7 +17,7 @@ EXTENSION = zklock
 EXTVERSION = 1.1
 
 MODULE_big = zklock
-OBJS = src/deadlock.o src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o \
+OBJS = src/deadlock.o src/engine.o src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o \
 	src/session_cleanup.o src/session_clock.o src/session_lease.o src/session_log.o \
 	src/session_request.o src/session_state.o src/session_sync.o src/session_wait.o \
 	src/sql_api.o src/zklock.o
@@ -57,6 +57,11 @@ ifneq ($(PGXS),)
 override CPPFLAGS := $(patsubst -I%,-isystem %,$(filter -I$(includedir_server)%,$(CPPFLAGS))) \
 	$(filter-out -I$(includedir_server)%,$(CPPFLAGS))
 endif
+
+# A call that skips a layer must not compile: each layer's header refuses
+# the files of other layers (see DESIGN), and a call without a declaration
+# is an error, not a warning.
+override CFLAGS += -Werror=implicit-function-declaration
 
 # Export only what PostgreSQL looks up (src/compat.h marks it): PGXS
 # compiles modules with -fvisibility=hidden from 16 on, 15's does not.

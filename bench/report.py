@@ -480,6 +480,18 @@ for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
                " p50 %s ms vs %s ms (%s)" % (where, ms(a.p50), ms(cu.p50), ratio(a.p50, cu.p50)))
     else:
         target(False, "semaphore hand-off latency (%s): no result" % where)
+# Issue 19: with synchronous release (on, the default) zklock's cycle is two
+# quorum writes, Curator's and kazoo's three round trips: zklock stays ahead.
+for where, rr in (("loopback", res), ("%s ms each way" % DELAY, resd)):
+    for me in ("zklock", "zklock-xact"):
+        a, cu, kz = (rr["cycle", w] for w in (me, "curator", "kazoo"))
+        tag = "" if me == "zklock" else " [xact variant]"
+        if a.ok and cu.ok and kz.ok:
+            target(a.p50 < cu.p50 and a.p50 < kz.p50,
+                   "uncontended cycle with synchronous release ahead of Curator and kazoo (%s)%s:"
+                   " %s ms vs Curator %s ms, kazoo %s ms" % (where, tag, ms(a.p50), ms(cu.p50), ms(kz.p50)))
+        else:
+            target(False, "uncontended cycle ahead of Curator and kazoo (%s)%s: no result" % (where, tag))
 for me in ("zklock", "zklock-xact"):
     a, cu, kz = (resd["cycle", w] for w in (me, "curator", "kazoo"))
     tag = "" if me == "zklock" else " [xact variant]"

@@ -111,3 +111,26 @@ SELECT zk_unlock('granted');
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION zk_lock(text, interval) FROM regress_zk_user;
 DROP ROLE regress_zk_user;
+
+-- semaphores: every refusal with its SQLSTATE
+SELECT zk_semaphore('sem-bad', 0);
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_try_semaphore('sem-bad', -3);
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_semaphore('', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_semaphore('sem-bad', 1, '-1s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_semaphore(NULL, 1) IS NULL AS null_name, zk_semaphore('sem-bad', NULL) IS NULL AS null_max;
+-- the one lease of max 1 is ours: no wait can end it (a timeout of 0: 55P03,
+-- any other: 40P01, this backend would wait for itself)
+SELECT zk_semaphore('sem-full', 1) > 0 AS leased;
+SELECT zk_try_semaphore('sem-full', 1);
+SELECT zk_semaphore('sem-full', 1, '0');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_semaphore('sem-full', 1, '10s');
+\echo :LAST_ERROR_SQLSTATE
+SELECT zk_semaphore_release('sem-full');
+SELECT zk_semaphore_release('sem-full');
+SELECT zk_semaphore_release('sem-never');
+SELECT count(*) FROM zk_locks;

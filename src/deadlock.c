@@ -44,6 +44,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#define ZKL_RECIPE_LAYER
 #include "postgres.h"
 
 #include "lib/stringinfo.h"
@@ -57,7 +58,7 @@
 
 #include "guc.h"
 #include "owner.h"
-#include "recipe.h"
+#include "engine.h"
 
 #define ZKL_WAITS_DIR ".zklock-waits"
 #define ZKL_CLAIMS_DIR ".zklock-deadlocks"
@@ -67,7 +68,7 @@
 #define DL_MAX_LOOKUPS 512
 
 /* One waiter of the graph. */
-typedef struct DlWaiter
+typedef struct ZklDlWaiter
 {
 	char		session[ZKL_UUID_SESSION_LEN + 1];
 	char	   *dir;
@@ -76,21 +77,16 @@ typedef struct DlWaiter
 	char	   *cluster;
 	int			pid;
 	char	   *blocked_by;		/* on a cycle: the node in its way */
-	bool		pos_known;		/* pos is its node's place in the listing */
-	int			pos;
-} DlWaiter;
+} ZklDlWaiter;
 
 /* One directory listing, read, parsed and ordered once per search. */
-typedef struct DlListing
+typedef struct ZklDlListing
 {
 	char	   *dir;
-	int			n;
-	char	  **names;
-	ZklChild   *kids;			/* in queue order, no node marked ours */
-	int			nkids;
-} DlListing;
+	ZklQueue	q;				/* no node marked ours */
+} ZklDlListing;
 
-typedef struct DlSearch
+typedef struct ZklDlSearch
 {
 	char		own[ZKL_UUID_SESSION_LEN + 1];
 	ZklOp	  **ops;			/* every request sent; freed on every way out */
@@ -99,9 +95,9 @@ typedef struct DlSearch
 	List	   *entries;		/* names in the waits directory */
 	List	   *listings;
 	HTAB	   *visited;		/* sessions already followed */
-	DlWaiter   *path[DL_MAX_DEPTH];
+	ZklDlWaiter   *path[DL_MAX_DEPTH];
 	int			depth;
-} DlSearch;
+} ZklDlSearch;
 
 static char *
 dl_waits_dir(void)
@@ -111,7 +107,7 @@ dl_waits_dir(void)
 
 /* Keep a request sent, so that every way out frees it. */
 static ZklOp *
-dl_keep(DlSearch *s, ZklOp *op)
+dl_keep(ZklDlSearch *s, ZklOp *op)
 {
 	if (s->nops == s->maxops)
 	{
@@ -125,13 +121,13 @@ dl_keep(DlSearch *s, ZklOp *op)
 
 /* Keep a request and wait for its answer. */
 static ZklRc
-dl_answer(DlSearch *s, ZklOp *op)
+dl_answer(ZklDlSearch *s, ZklOp *op)
 {
 	return zkl_session_answer(dl_keep(s, op));
 }
 
 static void
-dl_free(DlSearch *s)
+dl_free(ZklDlSearch *s)
 {
 	for (int i = 0; i < s->nops; i++)
 		zkl_session_op_free(s->ops[i]);
@@ -139,13 +135,14 @@ dl_free(DlSearch *s)
 }
 
 /* The children of dir, listed once per search; NULL when it is gone. */
-static DlListing *
-dl_listing(DlSearch *s, const char *dir)
+static ZklDlListing *
+dl_listing(ZklDlSearch *s, const char *dir)
 {
 	ListCell   *lc;
-	DlListing  *l;
+	ZklDlListing  *l;
 	ZklOp	   *op;
 	char	  **names;
+	int			n;
 
 	foreach(lc, s->listings)
 	{
@@ -156,20 +153,12 @@ dl_listing(DlSearch *s, const char *dir)
 	if (s->nops >= DL_MAX_LOOKUPS)
 		return NULL;
 	op = zkl_session_children(dir);
-	l = palloc0(sizeof(DlListing));
+	l = palloc0(sizeof(ZklDlListing));
 	l->dir = pstrdup(dir);
 	if (dl_answer(s, op) == ZKL_RC_OK)
 	{
-		l->n = zkl_session_op_children(op, &names);
-		l->names = palloc(sizeof(char *) * Max(l->n, 1));
-		l->kids = palloc(sizeof(ZklChild) * Max(l->n, 1));
-		for (int i = 0; i < l->n; i++)
-		{
-			l->names[i] = pstrdup(names[i]);
-			if (zkl_names_parse_child(l->names[i], NULL, &l->kids[l->nkids]))
-				l->nkids++;
-		}
-		zkl_names_sort(l->kids, l->nkids);
+		n = zkl_session_op_children(op, &names);
+		zkl_engine_parse(&l->q, names, n, NULL);
 	}
 	s->listings = lappend(s->listings, l);
 	return l;
@@ -182,18 +171,18 @@ dl_listing(DlSearch *s, const char *dir)
  * visited, so a scan here made every search quadratic.
  */
 static int
-dl_position(const DlListing *l, const char *name)
+dl_position(const ZklDlListing *l, const char *name)
 {
 	ZklChild	c;
 	int			lo = 0;
-	int			hi = l->nkids - 1;
+	int			hi = l->q.nkids - 1;
 
 	if (!zkl_names_parse_child(name, NULL, &c))
 		return -1;
 	while (lo <= hi)
 	{
 		int			mid = lo + (hi - lo) / 2;
-		int			cmp = zkl_names_seq_cmp(l->kids[mid].seq, c.seq);
+		int			cmp = zkl_names_seq_cmp(l->q.kids[mid].seq, c.seq);
 
 		if (cmp < 0)
 			lo = mid + 1;
@@ -201,24 +190,24 @@ dl_position(const DlListing *l, const char *name)
 			hi = mid - 1;
 		else
 		{
-			while (mid > 0 && l->kids[mid - 1].seq == c.seq)
+			while (mid > 0 && l->q.kids[mid - 1].seq == c.seq)
 				mid--;
-			for (; mid < l->nkids && l->kids[mid].seq == c.seq; mid++)
-				if (strcmp(l->kids[mid].name, name) == 0)
+			for (; mid < l->q.nkids && l->q.kids[mid].seq == c.seq; mid++)
+				if (strcmp(l->q.kids[mid].name, name) == 0)
 					return mid;
 			break;
 		}
 	}
 	/* Not where the order says (a queue across the counter's wrap): scan. */
-	for (int i = 0; i < l->nkids; i++)
-		if (strcmp(l->kids[i].name, name) == 0)
+	for (int i = 0; i < l->q.nkids; i++)
+		if (strcmp(l->q.kids[i].name, name) == 0)
 			return i;
 	return -1;
 }
 
 /* The name prefix of w's session's nodes; its length. */
 static size_t
-dl_prefix(const DlWaiter *w, char *buf, size_t size)
+dl_prefix(const ZklDlWaiter *w, char *buf, size_t size)
 {
 	return snprintf(buf, size, "%s%s", ZKL_PROTECT_PREFIX, w->session);
 }
@@ -226,10 +215,10 @@ dl_prefix(const DlWaiter *w, char *buf, size_t size)
 /* Whether kids[i] blocks kids[self]: ahead, not the waiter's session's,
  * and exclusive on one side. */
 static inline bool
-dl_blocks(const DlListing *l, int self, int i, const char *prefix, size_t plen)
+dl_blocks(const ZklDlListing *l, int self, int i, const char *prefix, size_t plen)
 {
-	return i < self && strncmp(l->kids[i].name, prefix, plen) != 0 &&
-		(!l->kids[self].shared || !l->kids[i].shared);
+	return i < self && strncmp(l->q.kids[i].name, prefix, plen) != 0 &&
+		(!l->q.kids[self].shared || !l->q.kids[i].shared);
 }
 
 /*
@@ -238,39 +227,34 @@ dl_blocks(const DlListing *l, int self, int i, const char *prefix, size_t plen)
  * as in Curator).  i runs below dl_span.
  */
 static inline bool
-dl_in_way(const DlListing *l, const DlWaiter *w, int self, int i,
+dl_in_way(const ZklDlListing *l, const ZklDlWaiter *w, int self, int i,
 		  const char *prefix, size_t plen)
 {
 	if (w->max_leases > 0)
-		return i != self && l->n > w->max_leases &&
-			strncmp(l->kids[i].name, prefix, plen) != 0;
+		return i != self && l->q.n > w->max_leases &&
+			strncmp(l->q.kids[i].name, prefix, plen) != 0;
 	return dl_blocks(l, self, i, prefix, plen);
 }
 
 /* How far down the listing to look for nodes in w's way. */
 static inline int
-dl_span(const DlListing *l, const DlWaiter *w, int self)
+dl_span(const ZklDlListing *l, const ZklDlWaiter *w, int self)
 {
 	if (self < 0)
 		return 0;
-	return w->max_leases > 0 ? l->nkids : self;
+	return w->max_leases > 0 ? l->q.nkids : self;
 }
 
 /* w's place in its directory's listing (-1: gone, or no listing). */
 static int
-dl_self(DlSearch *s, DlWaiter *w, DlListing **lp)
+dl_self(ZklDlSearch *s, ZklDlWaiter *w, ZklDlListing **lp)
 {
-	DlListing  *l = dl_listing(s, w->dir);
+	ZklDlListing  *l = dl_listing(s, w->dir);
 
 	*lp = l;
-	if (l == NULL || l->nkids == 0)
+	if (l == NULL || l->q.nkids == 0)
 		return -1;
-	if (!w->pos_known)
-	{
-		w->pos = dl_position(l, w->node);
-		w->pos_known = true;
-	}
-	return w->pos;
+	return dl_position(l, w->node);
 }
 
 /*
@@ -278,12 +262,12 @@ dl_self(DlSearch *s, DlWaiter *w, DlListing **lp)
  * wait is then in dir, so no entry needs reading); NULL when b holds.
  * Most blocked nodes are blocked by the head: the scan stops at the first.
  */
-static DlWaiter *
-dl_waiter_in_dir(DlSearch *s, const char *dir, const char *b,
+static ZklDlWaiter *
+dl_waiter_in_dir(ZklDlSearch *s, const char *dir, const char *b,
 				 const char *session)
 {
-	DlWaiter   *w = palloc0(sizeof(DlWaiter));
-	DlListing  *l;
+	ZklDlWaiter   *w = palloc0(sizeof(ZklDlWaiter));
+	ZklDlListing  *l;
 	int			self;
 	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
 	size_t		plen;
@@ -301,7 +285,7 @@ dl_waiter_in_dir(DlSearch *s, const char *dir, const char *b,
 
 /* Who owns a member found through its node: the node's owner record. */
 static void
-dl_fill_owner(DlSearch *s, DlWaiter *w)
+dl_fill_owner(ZklDlSearch *s, ZklDlWaiter *w)
 {
 	ZklOp	   *op;
 	const char *data;
@@ -324,15 +308,15 @@ dl_fill_owner(DlSearch *s, DlWaiter *w)
 }
 
 /* A wait entry, read and parsed; NULL if gone or not one. */
-static DlWaiter *
-dl_read_entry(DlSearch *s, const char *entry)
+static ZklDlWaiter *
+dl_read_entry(ZklDlSearch *s, const char *entry)
 {
 	ZklOp	   *op;
 	const char *data;
 	int64		czxid;
 	char	   *buf;
 	ZklOwner	o;
-	DlWaiter   *w;
+	ZklDlWaiter   *w;
 
 	if (s->nops >= DL_MAX_LOOKUPS)
 		return NULL;
@@ -344,7 +328,7 @@ dl_read_entry(DlSearch *s, const char *entry)
 	if (!zkl_owner_parse(data, strlen(data), buf, &o) ||
 		o.waits_dir == NULL || o.waits_node == NULL)
 		return NULL;
-	w = palloc0(sizeof(DlWaiter));
+	w = palloc0(sizeof(ZklDlWaiter));
 	strlcpy(w->session, entry, sizeof(w->session));
 	w->dir = pstrdup(o.waits_dir);
 	w->node = pstrdup(o.waits_node);
@@ -359,7 +343,7 @@ dl_read_entry(DlSearch *s, const char *entry)
  * hash, since a long queue puts every contender's session on the way.
  */
 static bool
-dl_visited(DlSearch *s, const char *session)
+dl_visited(ZklDlSearch *s, const char *session)
 {
 	bool		found;
 
@@ -377,7 +361,7 @@ dl_visited(DlSearch *s, const char *session)
 	return found;
 }
 
-static bool dl_visit(DlSearch *s, DlWaiter *w);
+static bool dl_visit(ZklDlSearch *s, ZklDlWaiter *w);
 
 static bool
 dl_listed(List *sessions, const char *session)
@@ -396,10 +380,10 @@ dl_listed(List *sessions, const char *session)
  * leaves the cycle on the path.
  */
 static bool
-dl_follow(DlSearch *s, DlWaiter *w, char *b, const char *session)
+dl_follow(ZklDlSearch *s, ZklDlWaiter *w, char *b, const char *session)
 {
 	ListCell   *ec;
-	DlWaiter   *next;
+	ZklDlWaiter   *next;
 
 	w->blocked_by = b;
 	if (strcmp(session, s->own) == 0)
@@ -434,14 +418,14 @@ dl_follow(DlSearch *s, DlWaiter *w, char *b, const char *session)
  * make one up.  True leaves the first cycle found on the path.
  */
 static bool
-dl_visit_lease(DlSearch *s, DlWaiter *w, DlListing *l, int self,
+dl_visit_lease(ZklDlSearch *s, ZklDlWaiter *w, ZklDlListing *l, int self,
 			   const char *prefix, size_t plen)
 {
 	int			base = s->depth;
-	int			need = l->n - w->max_leases;
-	int			spare = l->n - l->nkids;
+	int			need = l->q.n - w->max_leases;
+	int			spare = l->q.n - l->q.nkids;
 	int			cycle_depth = 0;
-	DlWaiter   *cycle[DL_MAX_DEPTH];
+	ZklDlWaiter   *cycle[DL_MAX_DEPTH];
 	char	   *cycle_by = NULL;
 	List	   *back = NIL;		/* sessions found waiting on us, here */
 
@@ -452,7 +436,7 @@ dl_visit_lease(DlSearch *s, DlWaiter *w, DlListing *l, int self,
 
 		if (!dl_in_way(l, w, self, i, prefix, plen))
 			continue;
-		b = unconstify(char *, l->kids[i].name);
+		b = unconstify(char *, l->q.kids[i].name);
 		if (!zkl_names_session_of(b, session))
 		{
 			spare++;
@@ -470,13 +454,13 @@ dl_visit_lease(DlSearch *s, DlWaiter *w, DlListing *l, int self,
 		{
 			cycle_by = b;
 			cycle_depth = s->depth;
-			memcpy(cycle, s->path, sizeof(DlWaiter *) * s->depth);
+			memcpy(cycle, s->path, sizeof(ZklDlWaiter *) * s->depth);
 		}
 		s->depth = base;
 	}
 	if (spare >= need || cycle_by == NULL)
 		return false;
-	memcpy(s->path, cycle, sizeof(DlWaiter *) * cycle_depth);
+	memcpy(s->path, cycle, sizeof(ZklDlWaiter *) * cycle_depth);
 	s->depth = cycle_depth;
 	w->blocked_by = cycle_by;
 	return true;
@@ -489,9 +473,9 @@ dl_visit_lease(DlSearch *s, DlWaiter *w, DlListing *l, int self,
  * one that leads back closes a cycle; a lease waiter, see dl_visit_lease.
  */
 static bool
-dl_visit(DlSearch *s, DlWaiter *w)
+dl_visit(ZklDlSearch *s, ZklDlWaiter *w)
 {
-	DlListing  *l;
+	ZklDlListing  *l;
 	int			self = dl_self(s, w, &l);
 	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
 	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
@@ -510,7 +494,7 @@ dl_visit(DlSearch *s, DlWaiter *w)
 
 			if (!dl_in_way(l, w, self, i, prefix, plen))
 				continue;
-			b = unconstify(char *, l->kids[i].name);
+			b = unconstify(char *, l->q.kids[i].name);
 			if (zkl_names_session_of(b, session) && dl_follow(s, w, b, session))
 				return true;
 		}
@@ -520,7 +504,7 @@ dl_visit(DlSearch *s, DlWaiter *w)
 
 /* A name for the cycle that every member computes alike. */
 static char *
-dl_cycle_key(DlSearch *s)
+dl_cycle_key(ZklDlSearch *s)
 {
 	const char *names[DL_MAX_DEPTH];
 	uint64		h = UINT64CONST(0xcbf29ce484222325);
@@ -548,7 +532,7 @@ dl_cycle_key(DlSearch *s)
 
 /* Claim the cycle's one abort; true if this backend got it. */
 static bool
-dl_claim(DlSearch *s)
+dl_claim(ZklDlSearch *s)
 {
 	char	   *dir = psprintf("%s/%s", zkl_root, ZKL_CLAIMS_DIR);
 	ZklOp	   *mk = zkl_session_create_dir(dir, false);
@@ -564,15 +548,15 @@ dl_claim(DlSearch *s)
 
 /* The 40P01 detail, naming every member as PostgreSQL's detail does. */
 static char *
-dl_detail(DlSearch *s)
+dl_detail(ZklDlSearch *s)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	for (int i = 0; i < s->depth; i++)
 	{
-		DlWaiter   *w = s->path[i];
-		DlWaiter   *next = s->path[(i + 1) % s->depth];
+		ZklDlWaiter   *w = s->path[i];
+		ZklDlWaiter   *next = s->path[(i + 1) % s->depth];
 
 		if (i > 0)
 			appendStringInfoChar(&buf, '\n');
@@ -586,7 +570,7 @@ dl_detail(DlSearch *s)
 
 /* Search from me; the detail to raise when this backend is the victim. */
 static char *
-dl_search(DlSearch *s, DlWaiter *me)
+dl_search(ZklDlSearch *s, ZklDlWaiter *me)
 {
 	ZklOp	   *op = zkl_session_children(dl_waits_dir());
 	char	  **names;
@@ -644,8 +628,8 @@ dl_check(const char *dir, const char *node, int max_leases)
 	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext cxt = AllocSetContextCreate(outer, "zklock deadlock search",
 											  ALLOCSET_DEFAULT_SIZES);
-	DlSearch	s;
-	DlWaiter   *me;
+	ZklDlSearch	s;
+	ZklDlWaiter   *me;
 	char	   *volatile detail = NULL;
 
 	/* A search allocates with the queue's length: all of it goes after. */
@@ -653,7 +637,7 @@ dl_check(const char *dir, const char *node, int max_leases)
 	memset(&s, 0, sizeof(s));
 	strlcpy(s.own, zkl_session_own_prefix() + strlen(ZKL_PROTECT_PREFIX),
 			sizeof(s.own));
-	me = palloc0(sizeof(DlWaiter));
+	me = palloc0(sizeof(ZklDlWaiter));
 	strlcpy(me->session, s.own, sizeof(me->session));
 	me->dir = pstrdup(dir);
 	me->node = pstrdup(strrchr(node, '/') + 1);
@@ -746,9 +730,9 @@ zkl_deadlock_wait_end(ZklDeadlockWait *w)
  * in one pipeline (every get sent, then the answers read).
  */
 static List *
-dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
+dl_wait_rows(ZklDlSearch *s, ZklDlWaiter *w, List *rows)
 {
-	DlListing  *l;
+	ZklDlListing  *l;
 	int			self = dl_self(s, w, &l);
 	char		prefix[sizeof(ZKL_PROTECT_PREFIX) + ZKL_UUID_SESSION_LEN];
 	size_t		plen = dl_prefix(w, prefix, sizeof(prefix));
@@ -768,10 +752,10 @@ dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
 		row->waiter_pid = w->pid;
 		row->dir = w->dir;
 		row->waiter_node = psprintf("%s/%s", w->dir, w->node);
-		row->blocker_node = psprintf("%s/%s", w->dir, l->kids[i].name);
+		row->blocker_node = psprintf("%s/%s", w->dir, l->q.kids[i].name);
 		/* Whether the blocker holds, by the recipe's rule seen from outside. */
 		row->blocker_holds = w->max_leases > 0 ||
-			zkl_names_blocker(l->kids, l->nkids, i) < 0;
+			zkl_names_blocker(l->q.kids, l->q.nkids, i) < 0;
 		gets[n++] = dl_keep(s, zkl_session_get(row->blocker_node));
 		rows = lappend(rows, row);
 	}
@@ -788,7 +772,7 @@ dl_wait_rows(DlSearch *s, DlWaiter *w, List *rows)
 
 /* Every published wait, read and expanded into rows. */
 static List *
-dl_all_waits(DlSearch *s)
+dl_all_waits(ZklDlSearch *s)
 {
 	ZklOp	   *op = zkl_session_children(dl_waits_dir());
 	char	  **names;
@@ -802,7 +786,7 @@ dl_all_waits(DlSearch *s)
 		s->entries = lappend(s->entries, pstrdup(names[i]));
 	for (int i = 0; i < n; i++)
 	{
-		DlWaiter   *w = dl_read_entry(s, list_nth(s->entries, i));
+		ZklDlWaiter   *w = dl_read_entry(s, list_nth(s->entries, i));
 
 		if (w != NULL)
 			rows = dl_wait_rows(s, w, rows);
@@ -817,7 +801,7 @@ dl_all_waits(DlSearch *s)
 List *
 zkl_deadlock_waits(void)
 {
-	DlSearch	s;
+	ZklDlSearch	s;
 	List	   *volatile rows = NIL;
 
 	memset(&s, 0, sizeof(s));

@@ -42,6 +42,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#define ZKL_LOCKSET_LAYER
 #include "postgres.h"
 
 #include <unistd.h>
@@ -63,6 +64,8 @@
 
 #include "guc.h"
 #include "lockset.h"
+#include "names.h"
+#include "recipe.h"
 
 /* Keyed by the directory's znode name, which tells text and keys apart. */
 typedef struct ZklLockKey
@@ -161,16 +164,6 @@ lockset_mode(ZklLock *lock)
 	return lock->key.shared ? "shared" : "exclusive";
 }
 
-/* What messages call a lock or lease. */
-static char *
-lockset_what(ZklLock *lock)
-{
-	if (lock->key.lease != 0)
-		return psprintf("lease of ZooKeeper semaphore \"%s\"", lock->name);
-	return psprintf("ZooKeeper lock \"%s\" (%s)", lock->name,
-					lockset_mode(lock));
-}
-
 /* Drop the lock once no hold of either scope is left; never raises. */
 static void
 lockset_forget_if_unheld(ZklLock *lock)
@@ -241,6 +234,23 @@ lockset_owner_json(int max_leases)
 	return buf.data;
 }
 
+/* The message of a commit refused, or a connection ended, by a loss. */
+static int
+lockset_lost_message(ZklLock *lock, bool terminate)
+{
+	if (terminate && lock->key.lease != 0)
+		return errmsg("terminating connection because lease of ZooKeeper semaphore \"%s\" was lost",
+					  lock->name);
+	if (terminate)
+		return errmsg("terminating connection because ZooKeeper lock \"%s\" (%s) was lost",
+					  lock->name, lockset_mode(lock));
+	if (lock->key.lease != 0)
+		return errmsg("cannot commit while lease of ZooKeeper semaphore \"%s\" is lost",
+					  lock->name);
+	return errmsg("cannot commit while ZooKeeper lock \"%s\" (%s) is lost",
+				  lock->name, lockset_mode(lock));
+}
+
 /* The detail of every message about a lost lock. */
 static int
 lockset_lost_detail(void)
@@ -258,7 +268,11 @@ lockset_raise_lost(ZklLock *lock)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_EXCEPTION),
-			 errmsg("%s was lost", lockset_what(lock)),
+			 lock->key.lease != 0 ?
+			 errmsg("lease of ZooKeeper semaphore \"%s\" was lost",
+					lock->name) :
+			 errmsg("ZooKeeper lock \"%s\" (%s) was lost",
+					lock->name, lockset_mode(lock)),
 			 lockset_lost_detail(),
 			 errhint("Release it with zk_unlock or zk_unlock_all before taking it again.")));
 }
@@ -268,7 +282,11 @@ lockset_warn_lost(ZklLock *lock)
 {
 	ereport(WARNING,
 			(errcode(ERRCODE_WARNING),
-			 errmsg("%s was lost before it was released", lockset_what(lock)),
+			 lock->key.lease != 0 ?
+			 errmsg("lease of ZooKeeper semaphore \"%s\" was lost before it was released",
+					lock->name) :
+			 errmsg("ZooKeeper lock \"%s\" (%s) was lost before it was released",
+					lock->name, lockset_mode(lock)),
 			 lockset_lost_detail()));
 }
 
@@ -373,11 +391,11 @@ lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
 		lock->name = MemoryContextStrdup(zkl_lock_cxt, name);
 		lockset_reserve_xact_hold(lock);
 		if (max_leases > 0)
-			got = zkl_recipe_lease(dir, max_leases,
+			got = zkl_recipe_lease(dir, name, max_leases,
 								   lockset_owner_json(max_leases), deadline,
 								   node, token);
 		else
-			got = zkl_recipe_acquire(dir, shared, lockset_owner_json(0),
+			got = zkl_recipe_acquire(dir, name, shared, lockset_owner_json(0),
 									 deadline, node, token);
 	}
 	PG_FINALLY();
@@ -711,10 +729,7 @@ lockset_check_losses(bool at_commit, bool wrote)
 		hash_seq_term(&it);
 		ereport(zkl_on_lock_loss == ZKL_LOSS_TERMINATE ? FATAL : ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
-				 zkl_on_lock_loss == ZKL_LOSS_TERMINATE ?
-				 errmsg("terminating connection because %s was lost",
-						lockset_what(lock)) :
-				 errmsg("cannot commit while %s is lost", lockset_what(lock)),
+				 lockset_lost_message(lock, zkl_on_lock_loss == ZKL_LOSS_TERMINATE),
 				 lockset_lost_detail(),
 				 lock->session_holds == 0 ? 0 :
 				 lock->key.lease != 0 ?

@@ -2,16 +2,22 @@
  *
  * lockset.h
  *	  This backend's held ZooKeeper locks (lockset.c), as the SQL functions
- *	  see them.
+ *	  see them.  The SQL layer sees nothing below the lock set: no recipe,
+ *	  no session (the plain helpers names.h, owner.h and guc.h it may use).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef ZKLOCK_LOCKSET_H
 #define ZKLOCK_LOCKSET_H
 
+#if !defined(ZKL_SQL_LAYER) && !defined(ZKL_LOCKSET_LAYER)
+#error "lockset.h is for the SQL layer (sql_api.c, zklock.c) and lockset.c only"
+#endif
+
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
-#include "recipe.h"
+
+#include "zkltypes.h"
 
 /*
  * A lock as the SQL functions name it: what messages and zk_locks show,

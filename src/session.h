@@ -4,25 +4,24 @@
  *	  The one ZooKeeper session of this backend, as the recipe sees it:
  *	  connect, health and lease, asynchronous requests with zklock's own
  *	  result codes, waiting, node clean-up.  Implemented by the session
- *	  file family (session*.c), the only code that calls zoo_*.
+ *	  file family (session*.c), the only code that calls zoo_*.  Only the
+ *	  recipe layer (ZKL_RECIPE_LAYER) and the session files (through
+ *	  session_int.h) include it.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef ZKLOCK_SESSION_H
 #define ZKLOCK_SESSION_H
 
+#if !defined(ZKL_RECIPE_LAYER) && !defined(ZKL_SESSION_LAYER)
+#error "session.h is for the recipe layer and the session files only"
+#endif
+
 #include "datatype/timestamp.h"
 
 #include "compat.h"
 #include "names.h"
-
-/* What this backend's session says about one lock node. */
-typedef enum ZklLockHealth
-{
-	ZKL_HEALTH_HELD,			/* the ensemble answered within the lease */
-	ZKL_HEALTH_IN_DOUBT,		/* not heard from lately, may still live */
-	ZKL_HEALTH_LOST				/* the ensemble may have expired it, or did */
-} ZklLockHealth;
+#include "zkltypes.h"
 
 /* The answer to a request, in zklock's terms. */
 typedef enum ZklRc
@@ -36,15 +35,6 @@ typedef enum ZklRc
 	ZKL_RC_FAILED				/* anything else */
 } ZklRc;
 
-/* How a wait for the ensemble to confirm this backend's releases ended. */
-typedef enum ZklReleaseWait
-{
-	ZKL_RELEASE_CONFIRMED,		/* answered, or the session is gone */
-	ZKL_RELEASE_TIMED_OUT,		/* no answer within the session timeout */
-	ZKL_RELEASE_CANCELED,		/* a cancel or statement_timeout ended it */
-	ZKL_RELEASE_TERMINATED		/* a terminate request ended it */
-} ZklReleaseWait;
-
 /* One asynchronous request; filled in by a ZooKeeper thread. */
 typedef struct ZklOp ZklOp;
 
@@ -54,16 +44,6 @@ typedef struct ZklWatchMark
 	uint64		watch_events;
 	uint64		session_events;
 } ZklWatchMark;
-
-/* What zk_session() shows. */
-typedef struct ZklSessionInfo
-{
-	const char *state;
-	int64		session_id;
-	char	   *server;
-	int			timeout_ms;
-	uint64		watch_events;
-} ZklSessionInfo;
 
 /*
  * What a backend waits for, as pg_stat_activity shows it (wait_event_type

@@ -70,6 +70,11 @@
 #include <stdint.h>
 #include <zookeeper/zookeeper.h>
 
+#if defined(ZKL_RECIPE_LAYER) || defined(ZKL_LOCKSET_LAYER) || defined(ZKL_SQL_LAYER)
+#error "session_int.h is for the session files only"
+#endif
+#define ZKL_SESSION_LAYER
+
 #include "session.h"
 
 /* session_clock.c: a point in time, on two clocks. */

@@ -8,6 +8,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#define ZKL_SQL_LAYER
 #include "postgres.h"
 
 #include <math.h>
@@ -25,6 +26,7 @@
 
 #include "compat.h"
 #include "lockset.h"
+#include "names.h"
 #include "owner.h"
 
 /*
@@ -32,24 +34,24 @@
  * API_TEXT_TT is a text name with the timeout given as text: the overload
  * that keeps zk_lock('x', '1s') unambiguous next to zk_lock(int, int).
  */
-typedef enum ApiKey
+typedef enum ZklApiKey
 {
 	API_TEXT,
 	API_TEXT_TT,
 	API_INT8,
 	API_INT4_PAIR
-} ApiKey;
+} ZklApiKey;
 
 /* Arguments that name the lock; the timeout follows them. */
 static int
-api_key_args(ApiKey kind)
+api_key_args(ZklApiKey kind)
 {
 	return kind == API_INT4_PAIR ? 2 : 1;
 }
 
 /* Whether the lock-naming arguments hold a NULL. */
 static bool
-api_key_is_null(FunctionCallInfo fcinfo, ApiKey kind)
+api_key_is_null(FunctionCallInfo fcinfo, ZklApiKey kind)
 {
 	for (int i = 0; i < api_key_args(kind); i++)
 		if (PG_ARGISNULL(i))
@@ -66,7 +68,7 @@ api_key_is_null(FunctionCallInfo fcinfo, ApiKey kind)
  * the pair (0, 42).
  */
 static ZklName
-api_name(FunctionCallInfo fcinfo, ApiKey kind)
+api_name(FunctionCallInfo fcinfo, ZklApiKey kind)
 {
 	ZklName		name;
 	text	   *t;
@@ -137,14 +139,14 @@ api_timeout_arg(FunctionCallInfo fcinfo, int arg, bool as_text)
 }
 
 static int64
-api_timeout_ms(FunctionCallInfo fcinfo, ApiKey kind)
+api_timeout_ms(FunctionCallInfo fcinfo, ZklApiKey kind)
 {
 	return api_timeout_arg(fcinfo, api_key_args(kind), kind == API_TEXT_TT);
 }
 
 /* The waiting forms: the token, or 55P03 when the timeout passes. */
 static Datum
-api_lock(FunctionCallInfo fcinfo, ApiKey kind, bool shared, bool xact)
+api_lock(FunctionCallInfo fcinfo, ZklApiKey kind, bool shared, bool xact)
 {
 	ZklName		name;
 	int64		timeout;
@@ -165,7 +167,7 @@ api_lock(FunctionCallInfo fcinfo, ApiKey kind, bool shared, bool xact)
 
 /* The try forms: false when the timeout passes. */
 static Datum
-api_try_lock(FunctionCallInfo fcinfo, ApiKey kind, bool shared, bool xact)
+api_try_lock(FunctionCallInfo fcinfo, ZklApiKey kind, bool shared, bool xact)
 {
 	ZklName		name;
 	int64		token;
@@ -179,7 +181,7 @@ api_try_lock(FunctionCallInfo fcinfo, ApiKey kind, bool shared, bool xact)
 
 /* Unlock forms are STRICT: a NULL argument never gets here. */
 static Datum
-api_unlock(FunctionCallInfo fcinfo, ApiKey kind, bool shared)
+api_unlock(FunctionCallInfo fcinfo, ZklApiKey kind, bool shared)
 {
 	ZklName		name = api_name(fcinfo, kind);
 
@@ -188,7 +190,7 @@ api_unlock(FunctionCallInfo fcinfo, ApiKey kind, bool shared)
 
 /* The znode path of a lock's directory, for other clients. */
 static Datum
-api_lock_path(FunctionCallInfo fcinfo, ApiKey kind)
+api_lock_path(FunctionCallInfo fcinfo, ZklApiKey kind)
 {
 	ZklName		name = api_name(fcinfo, kind);
 
@@ -421,7 +423,7 @@ api_queue_rows(FunctionCallInfo fcinfo, List *queue)
 }
 
 static Datum
-api_lock_queue(FunctionCallInfo fcinfo, ApiKey kind)
+api_lock_queue(FunctionCallInfo fcinfo, ZklApiKey kind)
 {
 	ZklName		name = api_name(fcinfo, kind);
 

@@ -15,6 +15,7 @@
  *
  *-------------------------------------------------------------------------
  */
+#define ZKL_SQL_LAYER
 #include "postgres.h"
 
 #include "catalog/objectaccess.h"

@@ -11,6 +11,16 @@ dir=$(mktemp -d /tmp/zklock-dns.XXXXXX) || exit 1
 chmod 755 "$dir"
 printf 'nameserver %s\noptions timeout:30 attempts:2\n' "$addr" >"$dir/resolv.conf"
 chmod 644 "$dir/resolv.conf"
+pid=""
+# the resolver and the directory go on every way out, a signal included
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 /usr/bin/python3 "$(dirname "$0")/silent_dns.py" "$addr" 53 "$dir/ready" &
 pid=$!
 i=0
@@ -26,7 +36,4 @@ if [ -f "$dir/ready" ]; then
 else
 	echo "dns_jail: the silent resolver did not start" >&2
 fi
-kill $pid 2>/dev/null
-wait $pid 2>/dev/null
-rm -rf "$dir"
 exit $rc

@@ -49,6 +49,9 @@ run_major() {
 	out=$(sh test/check_exports.sh zklock.so)
 	echo "$out"
 	count_tap "$out"
+	out=$(sh test/check_layers.sh "$pgc")
+	echo "$out"
+	count_tap "$out"
 
 	if [ "$(id -u)" -eq 0 ]; then
 		work=$(mktemp -d /tmp/zklock-test.XXXXXX)

@@ -405,9 +405,13 @@ sub stop
 =item $zk->total_watches, $zk->watches_by_path
 
 total_watches: sum of "Total watches:N" from C<wchs> over the servers that
-answer; like C<wchp>, C<wchs> sees data watches only.  all_watches: the
-sum of C<mntr>'s zk_watch_count, which counts child watches as well.  watches_by_path: hashref path => number of distinct sessions
-watching it (data and child watches merged), from C<wchp> over all servers.
+answer; C<wchs> sees data watches only.  all_watches: the sum of C<mntr>'s
+zk_watch_count, which counts child watches as well.  watches_by_path:
+hashref path => number of distinct sessions with a data watch on it, from
+C<wchp> over the servers (C<wchp>, like C<wchs>, lists data watches only:
+a child watch shows in all_watches alone).  A running, unpaused server
+that does not answer within 10 s (three tries) makes these die rather
+than count it as none.
 
 =cut
 
@@ -417,7 +421,7 @@ sub total_watches
 	my $total = 0;
 	for my $i ($self->_answering)
 	{
-		my $r = $self->four_letter($i, 'wchs') // next;
+		my $r = $self->_four_letter_sure($i, 'wchs');
 		$total += $1 if $r =~ /Total watches:\s*(\d+)/;
 	}
 	return $total;
@@ -429,7 +433,7 @@ sub all_watches
 	my $total = 0;
 	for my $i ($self->_answering)
 	{
-		my $r = $self->four_letter($i, 'mntr') // next;
+		my $r = $self->_four_letter_sure($i, 'mntr');
 		$total += $1 if $r =~ /zk_watch_count\s+(\d+)/;
 	}
 	return $total;
@@ -441,7 +445,7 @@ sub watches_by_path
 	my %sessions;
 	for my $i ($self->_answering)
 	{
-		my $r = $self->four_letter($i, 'wchp') // next;
+		my $r = $self->_four_letter_sure($i, 'wchp');
 		my $path;
 		for my $line (split /\n/, $r)
 		{
@@ -536,6 +540,19 @@ sub _srv
 	croak "no server $i (servers are 1.." . $self->{n} . ")"
 	  unless defined $i && $i =~ /^\d+$/ && $i >= 1 && $i <= $self->{n};
 	return $self->{servers}[$i];
+}
+
+# The reply of a server that should answer: a slow one is asked again,
+# and one that never answers is an error, never a count of nothing.
+sub _four_letter_sure
+{
+	my ($self, $i, $cmd) = @_;
+	for my $try (1 .. 3)
+	{
+		my $r = $self->four_letter($i, $cmd, 2 + 2 * $try);
+		return $r if defined $r && $r ne '';
+	}
+	die "ZooKeeper server $i does not answer '$cmd'";
 }
 
 sub _answering

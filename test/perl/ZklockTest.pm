@@ -11,15 +11,18 @@ use warnings;
 
 use Exporter 'import';
 use File::Basename qw(dirname);
+use File::Path ();
 use File::Spec;
+use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(zk_cluster zk_children zk_count zk_data poll_until waiter
-  start_wait finish_wait backend_pid is_waiting in_call count_waiting finish
-  zk_servers_of lock_state peer_send peer_line peer_cmd);
+  start_wait finish_wait backend_pid is_waiting in_call started count_waiting finish
+  zk_servers_of lock_state peer_send peer_line peer_cmd
+  $curator_jars compile_peers start_peer curator_peer peer_quit);
 
 my $zkq = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
 
@@ -138,6 +141,19 @@ sub in_call
 	) eq '1';
 }
 
+# The backend has begun a statement starting with $prefix (it may have
+# ended it since: pg_stat_activity keeps an idle backend's last query).  A
+# poll for a statement's end is meaningful only once this holds.
+sub started
+{
+	my ($node, $pid, $prefix) = @_;
+	$prefix =~ s/'/''/g;
+	$prefix =~ s/([%_\\])/\\$1/g;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE pid = $pid AND query LIKE '$prefix%'"
+	) eq '1';
+}
+
 sub count_waiting
 {
 	my ($node) = @_;
@@ -220,6 +236,61 @@ sub finish
 	$_->quit for @{ $what{sessions} // [] };
 	$_->stop('fast') for @{ $what{nodes} // [] };
 	$what{zk}->stop if $what{zk};
+}
+
+
+# The Curator and ZooKeeper client jars the Java peers (test/interop) need.
+our $curator_jars = join ':', map { "/usr/share/java/$_.jar" }
+  qw(curator-recipes curator-framework curator-client guava zookeeper
+  zookeeper-jute slf4j-api slf4j-nop);
+
+# Peers still running when a test ends (or dies) are stopped by pid.
+my @live_peers;
+
+END
+{
+	eval { $_->{h}->kill_kill(grace => 2) } for @live_peers;
+}
+
+# Compile test/interop Java sources into $classes; true on success.
+sub compile_peers
+{
+	my ($classes, @sources) = @_;
+	File::Path::make_path($classes);
+	return PostgreSQL::Test::Utils::run_log(
+		[ 'javac', '-nowarn', '-d', $classes, '-cp', $curator_jars, @sources ]);
+}
+
+# Start a peer process (stderr to the test's log directory) and wait for
+# its "ready" line; it is stopped at the end of the test if still running.
+sub start_peer
+{
+	my ($name, @cmd) = @_;
+	my $p = { name => $name, in => '', out => '' };
+	$p->{h} = IPC::Run::start(\@cmd, '<', \$p->{in}, '>', \$p->{out},
+		'2>', "$PostgreSQL::Test::Utils::log_path/peer_$name.err");
+	push @live_peers, $p;
+	Test::More::is(peer_line($p, 60), 'ready', "peer $name is connected");
+	return $p;
+}
+
+# A Curator peer (test/interop/LockPeer.java, compiled into $classes) on
+# $path of ensemble $hosts; $mode as LockPeer takes it.
+sub curator_peer
+{
+	my ($classes, $hosts, $name, $path, $mode) = @_;
+	return start_peer($name, 'java', '-Xmx128m', '-XX:TieredStopAtLevel=1',
+		'-cp', "$classes:$curator_jars", 'LockPeer', $hosts, $path, $mode,
+		$name);
+}
+
+# Tell a peer to quit, check that it says so, and wait for it.
+sub peer_quit
+{
+	my ($p) = @_;
+	Test::More::is(peer_cmd($p, 'quit'), 'bye', "peer $p->{name} quits");
+	$p->{h}->finish;
+	@live_peers = grep { $_ != $p } @live_peers;
 }
 
 1;

@@ -15,6 +15,7 @@ use lib "$FindBin::Bin/../perl";
 
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use ZkEnsemble;
 use ZkProxy;
 use ZklockTest;
@@ -167,6 +168,28 @@ ok(in_call($node, $apid), 'and it keeps waiting: the holder still holds');
 $h->query_safe("SELECT zk_unlock('changed')");
 finish_a('changed twice');
 $a->query_safe("SELECT zk_unlock('changed')");
+
+# --- 7. a full semaphore's waiter, woken by a change that leaves it full,
+# lists once, with the watch (a listing without it, then another with it,
+# was one round trip too many)
+$h->query_safe("SELECT zk_semaphore('semwake', 1)");
+start_wait($a, "SELECT zk_semaphore('semwake', 1) > 0");
+poll_until(sub { is_waiting($node, $apid) && zk_count($zk, '/zklock/semwake/leases') == 2 }, 30)
+  or die 'the semaphore waiter did not queue';
+$before = listings();
+is(`/usr/bin/python3 $zkq '$hosts' create /zklock/semwake/leases/foreign-lease`, "created\n",
+	'a foreign client adds a lease: still full');
+ok(poll_until(sub { listings() - $before >= 1 && is_waiting($node, $apid) }, 30),
+	'the waiter wakes, lists and waits again');
+# An absence cannot be polled for: give a second listing a bounded moment.
+my $quiet = time + 1;
+poll_until(sub { listings() - $before > 1 || time > $quiet }, 5);
+is(listings() - $before, 1, 'full semaphore: one listing per wake, with the watch');
+is(`/usr/bin/python3 $zkq '$hosts' delete /zklock/semwake/leases/foreign-lease`, "deleted\n",
+	'the foreign lease goes');
+$h->query_safe("SELECT zk_semaphore_release('semwake')");
+is(finish_a('semaphore'), 't', 'the waiter takes the lease once the holder releases');
+$a->query_safe("SELECT zk_semaphore_release('semwake')");
 
 $proxy->stop;
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);

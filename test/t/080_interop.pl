@@ -64,33 +64,18 @@ use ZklockTest;
 
 my $interop = "$FindBin::Bin/../interop";
 my $python = '/usr/bin/python3';    # Debian's, where python3-kazoo lives
-my $jars = join ':', map { "/usr/share/java/$_.jar" }
-  qw(curator-recipes curator-framework curator-client guava zookeeper
-  zookeeper-jute slf4j-api slf4j-nop);
+my $jars = $curator_jars;
 my $classes = "$PostgreSQL::Test::Utils::tmp_check/interop_classes";
 my $peer_logs = $PostgreSQL::Test::Utils::log_path;
 
-my (@peers, @sessions);
+my @sessions;
 
-# Peers still running when the test ends (or dies) are stopped by pid.
-END
-{
-	for my $p (@peers)
-	{
-		eval { $p->{h}->kill_kill(grace => 2) };
-	}
-}
 
 # --- prerequisites: missing ones fail the test, nothing is skipped
 my @missing = grep { !-r } split /:/, $jars;
 is("@missing", '', 'Curator and ZooKeeper client jars are installed')
   or die "missing jars: @missing";
-make_path($classes);
-ok( run_log(
-		[
-			'javac', '-nowarn', '-d', $classes, '-cp', $jars,
-			"$interop/LockPeer.java", "$interop/CraftSnapshot.java"
-		]),
+ok(compile_peers($classes, "$interop/LockPeer.java", "$interop/CraftSnapshot.java"),
 	'the Curator peer and the snapshot tool compile')
   or die 'javac failed (the test needs a JDK: default-jdk-headless)';
 ok( run_log(
@@ -164,10 +149,14 @@ sub pg_got
 	return ($tok // '', $t // 0, $err);
 }
 
+# Waits: in zklock's wait, and (given $lock) with its node in the queue: on
+# PostgreSQL 15 the wait for the create's answer is a wait too.
 sub pg_waits
 {
-	my ($pg) = @_;
-	return poll_until(sub { is_waiting($node, $pg->{pid}) });
+	my ($pg, $lock) = @_;
+	return poll_until(sub {
+		is_waiting($node, $pg->{pid}) && (!defined $lock || node_of($lock, $pg->{name}) ne '')
+	});
 }
 
 # Release; returns the time the critical section ended (before the delete).
@@ -180,28 +169,16 @@ sub pg_release
 }
 
 # --- peers
-sub peer
-{
-	my ($name, @cmd) = @_;
-	my $p = { name => $name, in => '', out => '' };
-	$p->{h} = IPC::Run::start(\@cmd, '<', \$p->{in}, '>', \$p->{out},
-		'2>', "$peer_logs/peer_$name.err");
-	push @peers, $p;
-	is(peer_line($p, 60), 'ready', "peer $name is connected");
-	return $p;
-}
-
 sub curator
 {
 	my ($name, $path, $mode) = @_;
-	return peer($name, 'java', '-Xmx128m', '-XX:TieredStopAtLevel=1',
-		'-cp', "$classes:$jars", 'LockPeer', $hosts, $path, $mode, $name);
+	return curator_peer($classes, $hosts, $name, $path, $mode);
 }
 
 sub kazoo
 {
 	my ($name, $path, $mode) = @_;
-	return peer($name, $python, "$interop/kazoo_peer.py", $hosts, $path,
+	return start_peer($name, $python, "$interop/kazoo_peer.py", $hosts, $path,
 		$mode, $name);
 }
 
@@ -213,13 +190,6 @@ sub peer_silent
 	return $p->{out} eq '';
 }
 
-sub peer_quit
-{
-	my ($p) = @_;
-	is(peer_cmd($p, 'quit'), 'bye', "peer $p->{name} quits");
-	$p->{h}->finish;
-	@peers = grep { $_ != $p } @peers;
-}
 
 # --- the queue as zklock sees it (zk_lock_queue, from an observer backend):
 # contenders in order, "/s" for shared, "*" for holders.  PG backends by
@@ -323,7 +293,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	like(node_of($lock, 'curator-1'), qr/^_c_[0-9a-f-]{36}-lock-\d{10}$/,
 		"Curator's node has the same naming as zklock's");
 	pg_start($p2, 'zk_lock', $lock);
-	ok(pg_waits($p2), 'pg2 waits');
+	ok(pg_waits($p2, $lock), 'pg2 waits');
 	queue_is($lock, 'pg1* curator-1 pg2', 'pg2 queues after Curator');
 	ok(peer_silent($cu), 'Curator has not acquired while pg1 holds');
 
@@ -345,7 +315,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	is($p1->{s}->query_safe("SELECT zk_try_lock('$lock')"), 'f',
 		'zk_try_lock is false while Curator holds');
 	pg_start($p1, 'zk_lock', $lock);
-	ok(pg_waits($p1), 'pg1 waits for Curator');
+	ok(pg_waits($p1, $lock), 'pg1 waits for Curator');
 	queue_is($lock, 'curator-1* pg1', 'pg1 is queued behind Curator');
 	$t1 = released_at(peer_cmd($cu, 'release'));
 	section($lock, 'curator-1', $acq, $t1);
@@ -374,7 +344,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	is($p4->{s}->query_safe("SELECT zk_try_lock('$lock')"), 'f',
 		'zk_try_lock (exclusive) is false while readers hold');
 	pg_start($p4, 'zk_lock', $lock);
-	ok(pg_waits($p4), 'pg4 waits for exclusive');
+	ok(pg_waits($p4, $lock), 'pg4 waits for exclusive');
 	like(node_of($lock, 'pg4'), qr/^_c_[0-9a-f-]{36}-__WRIT__\d{10}$/,
 		'its node is named like a Curator write lock node');
 	pg_release($p3, 'zk_unlock_shared', $lock);
@@ -389,7 +359,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	peer_send($cw, 'acquire');
 	queue_is($lock, 'pg4* curator-w', 'Curator write lock waits for PG exclusive');
 	pg_start($p3, 'zk_lock_shared', $lock);
-	ok(pg_waits($p3), 'pg3 (shared) waits');
+	ok(pg_waits($p3, $lock), 'pg3 (shared) waits');
 	queue_is($lock, 'pg4* curator-w pg3/s', 'pg3 queues behind the Curator writer');
 	peer_send($cr, 'acquire');
 	queue_is($lock, 'pg4* curator-w pg3/s curator-r/s', 'Curator reader queues last');
@@ -430,7 +400,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	queue_is($lock, 'pg5* kazoo-1', 'kazoo Lock queues behind the PG holder');
 	like(node_of($lock, 'kazoo-1'), qr/^[0-9a-f]{32}__lock__\d{10}$/, "kazoo's own node naming");
 	pg_start($p6, 'zk_lock', $lock);
-	ok(pg_waits($p6), 'pg6 waits');
+	ok(pg_waits($p6, $lock), 'pg6 waits');
 	queue_is($lock, 'pg5* kazoo-1 pg6', 'pg6 queues after kazoo');
 	ok(peer_silent($kz), 'kazoo has not acquired while pg5 holds');
 	section($lock, 'pg5', $t0, pg_release($p5, 'zk_unlock', $lock));
@@ -449,7 +419,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	is($p5->{s}->query_safe("SELECT zk_try_lock('$lock')"), 'f',
 		'zk_try_lock is false while kazoo holds');
 	pg_start($p5, 'zk_lock', $lock);
-	ok(pg_waits($p5), 'pg5 waits for kazoo');
+	ok(pg_waits($p5, $lock), 'pg5 waits for kazoo');
 	queue_is($lock, 'kazoo-1* pg5', 'pg5 is queued behind kazoo');
 	$t1 = released_at(peer_cmd($kz, 'release'));
 	section($lock, 'kazoo-1', $acq, $t1);
@@ -497,7 +467,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	peer_send($cu, 'acquire');
 	queue_is($lock, 'pga* curator-m', 'Curator queued');
 	pg_start($pb, 'zk_lock', $lock);
-	ok(pg_waits($pb), 'pgb waits');
+	ok(pg_waits($pb, $lock), 'pgb waits');
 	queue_is($lock, 'pga* curator-m pgb', 'pgb queued');
 	peer_send($kz, 'acquire');
 	queue_is($lock, 'pga* curator-m pgb kazoo-m', 'kazoo queued: four contenders, one holder');
@@ -536,16 +506,16 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	peer_send($cu, 'acquire');
 	queue_is($lock, 'wa* curator-x', 'Curator queued');
 	pg_start($pb, 'zk_lock', $lock);
-	ok(pg_waits($pb), 'wb waits');
+	ok(pg_waits($pb, $lock), 'wb waits');
 	pg_start($pc, 'zk_lock', $lock);
-	ok(pg_waits($pc), 'wc waits');
+	ok(pg_waits($pc, $lock), 'wc waits');
 	queue_is($lock, 'wa* curator-x wb wc', 'queue up to the largest suffix');
 	is( join(' ', map { /(?:lock-|__)(-?\d+)$/ } map { node_of($lock, $_) } qw(curator-x wb wc)),
 		'2147483645 2147483646 2147483647',
 		'suffixes 2147483645..2147483647');
 
 	pg_start($pd, 'zk_lock', $lock);
-	ok(pg_waits($pd), 'wd waits');
+	ok(pg_waits($pd, $lock), 'wd waits');
 	like(node_of($lock, 'wd'), qr/-lock-2147483647$/,
 		'ZooKeeper 3.8 does not wrap: the next child is named 2147483647 again');
 
@@ -597,9 +567,9 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	is(peer_cmd($adm, "create $path/$_"), "created $path/$_", "node $_ created")
 	  for @hand;
 	pg_start($pe, 'zk_lock', $lock);
-	ok(pg_waits($pe), 'we waits');
+	ok(pg_waits($pe, $lock), 'we waits');
 	pg_start($pf, 'zk_lock', $lock);
-	ok(pg_waits($pf), 'wf waits');
+	ok(pg_waits($pf, $lock), 'wf waits');
 	is(join(' ', map { /(?:lock-|__)(-?\d+)$/ } map { node_of($lock, $_) } qw(we wf)),
 		'-2147483644 -2147483643',
 		'ZooKeeper named their nodes after the wrapped counter (3 hand-made creates later)');

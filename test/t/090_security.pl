@@ -120,7 +120,7 @@ is(zkq($hosts, 'create', '/open-area/open-sem/leases'), 'created',
 $node->psql('postgres', "SET zklock.root = '/open-area'; SELECT zk_semaphore('open-sem', 2, '5s')",
 	stderr => \$stderr, extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($stderr,
-	qr/ERROR:  55000: ZooKeeper lock directory "\/open-area\/open-sem\/leases" is not protected by zklock.auth/,
+	qr/ERROR:  55000: ZooKeeper lease directory "\/open-area\/open-sem\/leases" is not protected by zklock.auth/,
 	'the semaphore is refused with SQLSTATE 55000 naming the leases directory');
 ok( poll_until(
 		sub {

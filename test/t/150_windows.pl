@@ -133,7 +133,7 @@ $g->cmd('delete');
 $g->cmd('continue -a &');
 $g->detach;
 ($out, $err) = finish_wait($w);
-like($err, qr{ERROR:  ZooKeeper session expired while acquiring lock "/zklock/expiry"},
+like($err, qr{ERROR:  ZooKeeper session expired while acquiring lock "expiry"},
 	'the wait sees the expiry and fails') or diag("out: $out");
 unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');
 is($w->query_safe("SELECT count(*) FROM zk_locks WHERE name = 'expiry'"), '0',
@@ -276,11 +276,13 @@ for my $case (
 		'lost lease reply: the semaphore\'s directories are there, no lease');
 	my $d = ZkGdb->attach($lpid);
 	ok($d, 'lost lease reply: gdb attached');
-	like($d->cmd('break sem_create') // '', qr/Breakpoint 1 at/,
+	# The acquire creates two nodes: the mutex's, then the lease: stop at the
+	# second.
+	like($d->cmd("break zkl_session_create_node\nignore 1 1") // '', qr/Breakpoint 1 at/,
 		'lost lease reply: a breakpoint where the lease create is sent');
 	$d->cmd('continue &');
 	start_wait($l, "SELECT zk_semaphore('sem-reply', 2)");
-	ok($d->wait_for(qr/Breakpoint 1, (0x\S+ in )?sem_create /, 30),
+	ok($d->wait_for(qr{Breakpoint 1, (0x\S+ in )?zkl_session_create_node \(path=[^)]*/leases/}, 30),
 		'lost lease reply: the mutex is held, the lease create about to go')
 	  or diag($d->output);
 	$proxy->mode('swallow');

@@ -1,0 +1,828 @@
+/*-------------------------------------------------------------------------
+ *
+ * engine.c
+ *	  The contender engine: one acquisition in the queue of one ZooKeeper
+ *	  directory, as a state machine (enqueue, decide, watch, wait, list
+ *	  again, reconnect, find our own node, give up), with the policy of a
+ *	  lock, a mutex or a lease deciding what a listing means.
+ *
+ * One node per contender, EPHEMERAL_SEQUENTIAL, named with Curator's
+ * protection prefix "_c_<uuid>-" so that a node whose create reply was lost
+ * can be found again.  The create and the directory listing are sent back
+ * to back (with the directory's ACL when the session has credentials):
+ * ZooKeeper runs one session's requests in order, so the listing already
+ * holds the new node and an uncontended acquire costs one round trip.
+ *
+ * A contender waits for one node (a lock's blocker: one release wakes one
+ * waiter) or for any child of its directory (a full semaphore's mutex
+ * holder).  One rule ends a wait for a node: when that node was the only
+ * one ahead that blocked us, its deletion is the grant, whether a
+ * notification says so or the watch finds it gone already; any other wake
+ * lists again.  A wait for children lists again with the watch at once.
+ *
+ * Every answer that says the connection or the session went goes to one
+ * state, CS_RECONNECT: it waits for the proof that our node (or the
+ * anchor, the semaphore's mutex) still lives, and raises the one error for
+ * a session lost meanwhile.
+ *
+ * Every request under way belongs to the ZklContender, so that every way
+ * out but success gives up cleanly: the requests are let go (the session
+ * cleans up after a create or a watch that is answered later), the node is
+ * deleted and the watch removed before the error propagates, or the node
+ * would block everyone queued after it.  Giving up never waits and never
+ * raises.  Listings are parsed in a memory context reset for each one, so
+ * a long wait does not grow.
+ *
+ * Knows nothing of SQL types nor of ZooKeeper's codes: directories, names
+ * and node data come from the policies, answers come as ZklRc from the
+ * session.
+ *
+ *-------------------------------------------------------------------------
+ */
+#define ZKL_RECIPE_LAYER
+#include "postgres.h"
+
+#include <string.h>
+
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "engine.h"
+#include "guc.h"
+
+/* Bound on re-creating a directory that the server keeps removing. */
+#define ZKL_DIR_ATTEMPTS 5
+/* Deepest directory the engine creates parents for. */
+#define ZKL_DIR_MAX_DEPTH 64
+/* Answers "session lost" taken for a session that may yet answer. */
+#define ZKL_SESSION_LOST_ROUNDS 3
+
+typedef enum ZklContenderState
+{
+	CS_ENQUEUE,					/* send create and listing back to back */
+	CS_MAKE_DIRS,				/* the directory is missing */
+	CS_LIST,					/* list the directory again */
+	CS_DECIDE,					/* held, or pick what to wait for */
+	CS_WATCH,					/* set a watch on that */
+	CS_WAIT,					/* wait for the watch to fire */
+	CS_RECONNECT,				/* connection or session lost: prove, go on */
+	CS_FIND_OWN,				/* create reply lost: look for our node */
+	CS_HELD,
+	CS_TIMED_OUT
+} ZklContenderState;
+
+/* Let go of a request (the session cleans up after it); clear the slot. */
+static void
+engine_drop(ZklOp **op)
+{
+	zkl_session_op_free(*op);
+	*op = NULL;
+}
+
+/* Our node is gone while we queue. */
+pg_noreturn static void
+engine_raise_vanished(ZklContender *c)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_EXCEPTION),
+			 c->semaphore ?
+			 errmsg("ZooKeeper node of semaphore \"%s\" vanished while waiting",
+					c->display) :
+			 errmsg("ZooKeeper node of lock \"%s\" vanished while waiting",
+					c->display),
+			 errdetail("Node \"%s\" is gone: the ZooKeeper session may have expired, or another client deleted it.",
+					   c->node)));
+}
+
+/* The session of this acquisition is gone, and our node with it. */
+pg_noreturn static void
+engine_raise_expired(ZklContender *c)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_EXCEPTION),
+			 c->semaphore ?
+			 errmsg("ZooKeeper session expired while acquiring a lease of semaphore \"%s\"",
+					c->display) :
+			 errmsg("ZooKeeper session expired while acquiring lock \"%s\"",
+					c->display),
+			 errdetail("The ensemble did not answer for longer than the session timeout.")));
+}
+
+/*
+ * An answer said the connection or the session went: reconnect.  Answers
+ * that say the session went are counted, so that a session that answers
+ * so while its health says otherwise (moved to another server, say) is
+ * given up on after a few rounds rather than retried for ever.
+ */
+static ZklContenderState
+engine_lost(ZklContender *c, ZklRc rc)
+{
+	if (rc == ZKL_RC_SESSION_LOST)
+		c->session_lost++;
+	return CS_RECONNECT;
+}
+
+/* Whether a child name carries this session's prefix. */
+bool
+zkl_engine_is_ours(const char *name)
+{
+	const char *prefix = zkl_session_own_prefix();
+
+	return strncmp(name, prefix, strlen(prefix)) == 0;
+}
+
+/*
+ * Refuse a directory of ours in which another identity may delete our
+ * node: *acl is the answer to zkl_session_get_acl(dir) (NULL without
+ * zklock.auth), let go here.
+ */
+static void
+engine_check_acl(ZklContender *c)
+{
+	ZklRc		rc;
+	char	   *problem;
+
+	if (c->acl == NULL)
+		return;
+	rc = zkl_session_answer(c->acl);
+	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
+		zkl_session_raise(c->acl, "get ACL", c->dir);
+	problem = rc == ZKL_RC_OK ? zkl_session_op_acl_problem(c->acl) : NULL;
+	engine_drop(&c->acl);
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 c->semaphore ?
+				 errmsg("ZooKeeper lease directory \"%s\" is not protected by zklock.auth",
+						c->dir) :
+				 errmsg("ZooKeeper lock directory \"%s\" is not protected by zklock.auth",
+						c->dir),
+				 errdetail("Its ACL says %s, so another ZooKeeper identity could delete a holder's node.",
+						   problem),
+				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity in zklock.auth.")));
+}
+
+/* Send our create and the listing without waiting in between. */
+static ZklContenderState
+engine_enqueue(ZklContender *c)
+{
+	char		uuid[ZKL_UUID_LEN + 1];
+	char	   *path;
+	ZklRc		rc;
+
+	zkl_session_next_uuid(uuid);
+	c->prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
+	path = psprintf("%s/%s%s%s", c->dir, ZKL_PROTECT_PREFIX, uuid, c->infix);
+	c->create = zkl_session_create_node(path, c->data, c->dir, c->prefix);
+	c->list = zkl_session_children(c->dir);
+	c->acl = zkl_session_get_acl(c->dir);
+
+	rc = zkl_session_answer(c->create);
+	if (rc == ZKL_RC_NO_NODE)
+	{
+		engine_drop(&c->create);
+		return CS_MAKE_DIRS;
+	}
+	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+	{
+		/* The node may exist: never create twice, find it first. */
+		engine_drop(&c->list);
+		engine_drop(&c->acl);
+		return engine_lost(c, rc);
+	}
+	if (rc != ZKL_RC_OK)
+		zkl_session_raise(c->create, "create", path);
+	c->node = zkl_session_op_take_node(c->create, &c->token);
+	engine_drop(&c->create);
+	engine_check_acl(c);
+	return CS_DECIDE;
+}
+
+/*
+ * Create a directory and the ones above it, all in one pipeline:
+ * persistent ones down to zklock.root, containers (removed by the server
+ * once empty) below it; every answer read.
+ */
+static void
+engine_send_dirs(const char *dir, ZklOp **ops, int *nops)
+{
+	const char *p = dir;
+	size_t		rootlen = strlen(zkl_root);
+
+	while ((p = strchr(p + 1, '/')) != NULL && *nops < ZKL_DIR_MAX_DEPTH - 1)
+		ops[(*nops)++] = zkl_session_create_dir(pnstrdup(dir, p - dir),
+												(size_t) (p - dir) > rootlen);
+	ops[(*nops)++] = zkl_session_create_dir(dir, true);
+
+	for (int i = 0; i < *nops; i++)
+	{
+		ZklRc		rc = zkl_session_answer(ops[i]);
+
+		/* A top-level directory has no parent to miss but the chroot. */
+		if (i == 0 && rc == ZKL_RC_NO_NODE && zkl_guc_chroot() != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("ZooKeeper chroot \"%s\" of zklock.hosts does not exist",
+							zkl_guc_chroot()),
+					 errdetail("Lock directory \"%s\" would be created under it.",
+							   dir),
+					 errhint("Create the chroot with a ZooKeeper client, or remove it from zklock.hosts.")));
+		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
+			zkl_session_raise(ops[i], "create", dir);
+	}
+}
+
+/*
+ * Our directory is missing: create it and the ones above it.  Bounded,
+ * since the server may remove a container again before our node is in it.
+ * Every request is let go on every way out.
+ */
+static ZklContenderState
+engine_make_dirs(ZklContender *c)
+{
+	ZklOp	  **ops = palloc0(sizeof(ZklOp *) * ZKL_DIR_MAX_DEPTH);
+	int		   *nops = palloc0(sizeof(int));
+
+	engine_drop(&c->list);
+	engine_drop(&c->acl);
+	if (++c->dir_attempts > ZKL_DIR_ATTEMPTS)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 c->semaphore ?
+				 errmsg("could not create ZooKeeper lease directory \"%s\"",
+						c->dir) :
+				 errmsg("could not create ZooKeeper lock directory \"%s\"",
+						c->dir),
+				 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
+	PG_TRY();
+	{
+		engine_send_dirs(c->dir, ops, nops);
+	}
+	PG_FINALLY();
+	{
+		for (int i = 0; i < *nops; i++)
+			zkl_session_op_free(ops[i]);
+	}
+	PG_END_TRY();
+	return CS_ENQUEUE;
+}
+
+/* List again; with the child watch when we wait for children. */
+static ZklContenderState
+engine_list(ZklContender *c)
+{
+	if (c->child_watch)
+	{
+		c->list = zkl_session_watch_children(c->dir);
+		c->mark = zkl_session_op_mark(c->list);
+	}
+	else
+		c->list = zkl_session_children(c->dir);
+	return CS_DECIDE;
+}
+
+/*
+ * Parse a listing into q, in the current memory context: every name
+ * copied, the children of known recipes in queue order (ours marked when
+ * own_prefix is given).  Ties of sequence numbers stay unordered.
+ */
+void
+zkl_engine_parse(ZklQueue *q, char **names, int n, const char *own_prefix)
+{
+	q->n = n;
+	q->names = palloc(sizeof(char *) * Max(n, 1));
+	q->kids = palloc(sizeof(ZklChild) * Max(n, 1));
+	q->nkids = 0;
+	for (int i = 0; i < n; i++)
+	{
+		q->names[i] = pstrdup(names[i]);
+		if (zkl_names_parse_child(q->names[i], own_prefix, &q->kids[q->nkids]))
+			q->nkids++;
+	}
+	zkl_names_sort(q->kids, q->nkids);
+}
+
+/*
+ * Order children that share a sequence number by creation: fetch the
+ * czxid of each (ours we know), in one pipeline.  Children that vanished
+ * meanwhile are dropped.
+ */
+static void
+engine_order_ties(ZklContender *c, ZklQueue *q)
+{
+	int			keep = 0;
+
+	c->stats = palloc0(sizeof(ZklOp *) * Max(q->nkids, 1));
+	c->nstats = q->nkids;
+	for (int i = 0; i < q->nkids; i++)
+		if (zkl_names_tied(q->kids, q->nkids, i) && !q->kids[i].ours)
+			c->stats[i] = zkl_session_stat(psprintf("%s/%s", c->dir,
+													q->kids[i].name));
+		else if (zkl_names_tied(q->kids, q->nkids, i))
+			q->kids[i].czxid = c->token;
+	for (int i = 0; i < q->nkids; i++)
+	{
+		ZklRc		rc = c->stats[i] ? zkl_session_answer(c->stats[i]) : ZKL_RC_OK;
+
+		if (rc == ZKL_RC_NO_NODE)
+			continue;
+		if (rc != ZKL_RC_OK)
+			zkl_session_raise(c->stats[i], "stat", c->dir);
+		if (c->stats[i])
+			(void) zkl_session_op_owned(c->stats[i], &q->kids[i].czxid);
+		q->kids[keep++] = q->kids[i];
+	}
+	for (int i = 0; i < c->nstats; i++)
+		engine_drop(&c->stats[i]);
+	c->nstats = 0;
+	q->nkids = keep;
+	zkl_names_sort(q->kids, q->nkids);
+}
+
+/*
+ * Take the strays of this session out of a listing: nodes with its prefix
+ * that it neither holds nor waits with.  Such a node is a create that
+ * landed after this backend gave it up (its reply lost, and the sweep by
+ * its prefix ran before it landed, as after a whole-ensemble pause), or a
+ * release whose delete could not be queued.  Nobody holds it, yet it would
+ * block everyone queued behind it (or count against a semaphore's limit)
+ * for as long as this session lives: delete it.
+ */
+static void
+engine_drop_strays(ZklContender *c, char **names, int *n, const char *own)
+{
+	int			keep = 0;
+
+	for (int i = 0; i < *n; i++)
+	{
+		if (zkl_engine_is_ours(names[i]) && strcmp(names[i], own) != 0)
+		{
+			char	   *path = psprintf("%s/%s", c->dir, names[i]);
+			bool		stray = !zkl_session_tracks(path);
+
+			if (stray)
+				zkl_session_release(path);
+			pfree(path);
+			if (stray)
+				continue;
+		}
+		names[keep++] = names[i];
+	}
+	*n = keep;
+}
+
+/* Read the listing: held, or what to wait for. */
+static ZklContenderState
+engine_decide(ZklContender *c)
+{
+	ZklRc		rc = zkl_session_answer(c->list);
+	const char *own = strrchr(c->node, '/') + 1;
+	MemoryContext outer;
+	char	  **listed;
+	char	  **names;
+	int			n;
+	ZklQueue	q;
+	int			self = -1;
+	int			blocker = -1;
+	bool		present = false;
+	bool		expired;
+	ZklVerdict	verdict;
+
+	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+	{
+		engine_drop(&c->list);
+		return engine_lost(c, rc);
+	}
+	if (rc == ZKL_RC_NO_NODE)
+		engine_raise_vanished(c);	/* our node's directory is gone: so is it */
+	if (rc != ZKL_RC_OK)
+		zkl_session_raise(c->list, "list", c->dir);
+
+	c->session_lost = 0;
+	MemoryContextReset(c->listing_cxt);
+	outer = MemoryContextSwitchTo(c->listing_cxt);
+	n = zkl_session_op_children(c->list, &listed);
+	names = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		names[i] = pstrdup(listed[i]);
+	engine_drop(&c->list);
+	engine_drop_strays(c, names, &n, own);
+	for (int i = 0; i < n; i++)
+		present |= strcmp(names[i], own) == 0;
+	memset(&q, 0, sizeof(q));
+	q.n = n;
+	q.names = names;
+	if (present && c->policy->ordered)
+	{
+		zkl_engine_parse(&q, names, n, zkl_session_own_prefix());
+		for (int i = 0; i < q.nkids; i++)
+			if (zkl_names_tied(q.kids, q.nkids, i))
+			{
+				engine_order_ties(c, &q);
+				break;
+			}
+		for (int i = 0; i < q.nkids; i++)
+			if (strcmp(q.kids[i].name, own) == 0)
+				self = i;
+		present = self >= 0;
+	}
+	MemoryContextSwitchTo(outer);
+	if (!present)
+		engine_raise_vanished(c);
+
+	expired = c->deadline != 0 && GetCurrentTimestamp() >= c->deadline;
+	verdict = c->policy->decide(c, &q, self, expired, &blocker, &c->handoff);
+
+	/*
+	 * The node watched so far stays in c->watched until here, so that
+	 * giving up while listing removes its watch.  A new blocker means the
+	 * old one is gone, and its watch with it.
+	 */
+	if (c->watched)
+		pfree(c->watched);
+	c->watched = verdict == ZKL_VERDICT_WAIT_NODE ?
+		psprintf("%s/%s", c->dir, q.kids[blocker].name) : NULL;
+
+	if (verdict == ZKL_VERDICT_HELD)
+		return CS_HELD;
+	if (expired)
+		return CS_TIMED_OUT;
+	if (verdict == ZKL_VERDICT_WAIT_CHILDREN)
+	{
+		/* The listing that set the watch decided: wait on it. */
+		if (c->child_watch)
+			return CS_WAIT;
+		c->child_watch = true;
+		return CS_LIST;
+	}
+	return CS_WATCH;
+}
+
+/* Watch the blocking node; if it is gone already, as if it went now. */
+static ZklContenderState
+engine_watch(ZklContender *c)
+{
+	ZklRc		rc;
+
+	c->watch = zkl_session_watch(c->watched);
+	c->mark = zkl_session_op_mark(c->watch);
+	rc = zkl_session_answer(c->watch);
+	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE &&
+		rc != ZKL_RC_CONNECTION_LOST && rc != ZKL_RC_SESSION_LOST)
+		zkl_session_raise(c->watch, "watch", c->watched);
+	engine_drop(&c->watch);
+	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+		return engine_lost(c, rc);
+	if (rc == ZKL_RC_NO_NODE)
+	{
+		/* The check for existence left a watch on the name: remove it. */
+		zkl_session_unwatch(c->watched);
+		pfree(c->watched);
+		c->watched = NULL;
+		return c->handoff ? CS_HELD : CS_LIST;
+	}
+	return CS_WAIT;
+}
+
+/* Wait for the watch, in slices between deadlock searches. */
+static ZklContenderState
+engine_wait(ZklContender *c)
+{
+	bool		search;
+	TimestampTz until = zkl_deadlock_wait_until(&c->dl, c->deadline, &search);
+
+	if (zkl_session_await_watch_as(c->policy->wait_kind, &c->mark, until))
+	{
+		/*
+		 * The hand-off: the notice of the blocker's deletion is the grant,
+		 * with no listing on the way (engine_confirm still checks the
+		 * lease).  Any other wake (a change, a session event, another
+		 * node's deletion) lists again.  Without the listing, a deletion of
+		 * our own node by someone else is not seen here but by the next
+		 * lease proof, which marks the lock lost (as for any held lock).
+		 */
+		if (c->watched && c->handoff &&
+			zkl_session_deleted_since(&c->mark, c->watched))
+			return CS_HELD;
+		return CS_LIST;
+	}
+	if (!search)
+		return CS_TIMED_OUT;
+	zkl_deadlock_wait_search(&c->dl, c->dir, c->node, c->data, c->max_leases);
+	return CS_WAIT;
+}
+
+/*
+ * The connection dropped, or an answer said the session is gone.  Our
+ * node (or the anchor, before our node exists) and our place live as long
+ * as the session: wait for the proof that it still does, and look again.
+ * If the session is lost meanwhile, so is the node; fail rather than hang.
+ * Not hearing from the ensemble before the caller's deadline is a
+ * connection error, not a timeout: nobody was seen to hold the lock.
+ */
+static ZklContenderState
+engine_reconnect(ZklContender *c)
+{
+	const char *proved = c->node ? c->node : c->anchor;
+	ZklLockHealth h;
+
+	if (c->session_lost > ZKL_SESSION_LOST_ROUNDS)
+		engine_raise_expired(c);
+
+	if (proved == NULL)
+	{
+		/*
+		 * No node yet: a connected session of the same epoch will do (a
+		 * create that landed is found then).  A session lost meanwhile took
+		 * any node of ours with it.
+		 */
+		if (zkl_session_health(c->epoch, NULL) == ZKL_HEALTH_LOST)
+			engine_raise_expired(c);
+		zkl_session_connect();
+		if (zkl_session_epoch() != c->epoch)
+			engine_raise_expired(c);
+		return c->create ? CS_FIND_OWN : CS_ENQUEUE;
+	}
+	h = zkl_session_prove(c->epoch, proved, c->deadline);
+	if (h == ZKL_HEALTH_LOST)
+		engine_raise_expired(c);
+	if (h == ZKL_HEALTH_IN_DOUBT)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 c->semaphore ?
+				 errmsg("lost connection to ZooKeeper while waiting for a lease of semaphore \"%s\"",
+						c->display) :
+				 errmsg("lost connection to ZooKeeper while waiting for lock \"%s\"",
+						c->display),
+				 c->semaphore ?
+				 errdetail("The ensemble did not answer before the timeout; whether the semaphore is full is unknown.") :
+				 errdetail("The ensemble did not answer before the lock timeout; whether another client holds the lock is unknown.")));
+	if (c->node == NULL)
+		return c->create ? CS_FIND_OWN : CS_ENQUEUE;
+	return CS_LIST;
+}
+
+/*
+ * The reply to our create was lost, c->create (unclaimed) still held.
+ * After the reconnect, list the directory: a child carrying the create's
+ * prefix is our node if its ephemeral owner is our session; claim and
+ * adopt it (and, with zklock.auth, check the directory's ACL, sent with
+ * the stat).  Else the create never happened, and it is let go (it sweeps
+ * its prefix should the node show up after all).
+ */
+static ZklContenderState
+engine_find_own(ZklContender *c)
+{
+	char	  **names;
+	int			n;
+	ZklRc		rc;
+	char	   *found = NULL;
+	int64		czxid;
+	int64		unused;
+
+	c->list = zkl_session_children(c->dir);
+	rc = zkl_session_answer(c->list);
+	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+	{
+		engine_drop(&c->list);
+		return engine_lost(c, rc);
+	}
+	n = rc == ZKL_RC_OK ? zkl_session_op_children(c->list, &names) : 0;
+	for (int i = 0; i < n; i++)
+		if (strncmp(names[i], c->prefix, strlen(c->prefix)) == 0)
+			found = psprintf("%s/%s", c->dir, names[i]);
+	engine_drop(&c->list);
+	if (found == NULL)
+	{
+		engine_drop(&c->create);
+		return CS_ENQUEUE;
+	}
+
+	c->stat = zkl_session_stat(found);
+	c->acl = zkl_session_get_acl(c->dir);
+	rc = zkl_session_answer(c->stat);
+	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+	{
+		engine_drop(&c->stat);
+		engine_drop(&c->acl);
+		return engine_lost(c, rc);
+	}
+	if (rc != ZKL_RC_OK || !zkl_session_op_owned(c->stat, &czxid))
+	{
+		engine_drop(&c->stat);
+		engine_drop(&c->acl);
+		engine_drop(&c->create);
+		return CS_ENQUEUE;
+	}
+	/* Ours: claim it so that letting go of the create keeps it. */
+	engine_drop(&c->stat);
+	(void) zkl_session_op_take_node(c->create, &unused);
+	engine_drop(&c->create);
+	c->node = found;
+	c->token = czxid;
+	zkl_session_adopt_node(found);
+	engine_check_acl(c);
+	return CS_LIST;
+}
+
+/* One step of the state machine. */
+static ZklContenderState
+engine_step(ZklContender *c, ZklContenderState state)
+{
+	switch (state)
+	{
+		case CS_ENQUEUE:
+			return engine_enqueue(c);
+		case CS_MAKE_DIRS:
+			return engine_make_dirs(c);
+		case CS_LIST:
+			return engine_list(c);
+		case CS_DECIDE:
+			return engine_decide(c);
+		case CS_WATCH:
+			return engine_watch(c);
+		case CS_WAIT:
+			return engine_wait(c);
+		case CS_RECONNECT:
+			return engine_reconnect(c);
+		case CS_FIND_OWN:
+			return engine_find_own(c);
+		case CS_HELD:
+		case CS_TIMED_OUT:
+			break;
+	}
+	return state;
+}
+
+/* Undo everything this acquisition left in ZooKeeper; never raises. */
+static void
+engine_give_up(ZklContender *c)
+{
+	engine_drop(&c->create);
+	engine_drop(&c->list);
+	engine_drop(&c->acl);
+	engine_drop(&c->watch);
+	engine_drop(&c->stat);
+	for (int i = 0; i < c->nstats; i++)
+		engine_drop(&c->stats[i]);
+	c->nstats = 0;
+	zkl_deadlock_wait_end(&c->dl);
+	if (c->watched)
+		zkl_session_unwatch(c->watched);
+	if (c->child_watch)
+		zkl_session_unwatch_children(c->dir);
+	if (c->node)
+		zkl_session_release(c->node);
+	c->node = NULL;
+}
+
+/*
+ * Run one acquisition.  Returns ZKL_ACQUIRED with c->node and c->token
+ * (the node's czxid, the fencing token) once held, ZKL_TIMED_OUT when the
+ * deadline passed first; raises on ZooKeeper errors and interrupts.  On
+ * every way out but ZKL_ACQUIRED nothing is left behind; on ZKL_ACQUIRED
+ * only the node (a child watch is removed, it would only wake us).
+ */
+ZklAcquire
+zkl_engine_run(ZklContender *c)
+{
+	volatile ZklContenderState state = CS_ENQUEUE;
+	MemoryContext outer = CurrentMemoryContext;
+
+	c->epoch = zkl_session_epoch();
+	c->listing_cxt = AllocSetContextCreate(outer,
+										   "zklock listing",
+										   ALLOCSET_SMALL_SIZES);
+	zkl_deadlock_wait_start(&c->dl);
+
+	PG_TRY();
+	{
+		while (state != CS_HELD && state != CS_TIMED_OUT)
+			state = engine_step(c, state);
+		/*
+		 * Granted: before returning the token, make sure the lease covers
+		 * the node (a wait can outlast it when the ensemble stalls).
+		 */
+		if (state == CS_HELD &&
+			zkl_session_prove(c->epoch, c->node, 0) != ZKL_HEALTH_HELD)
+			engine_raise_expired(c);
+	}
+	PG_CATCH();
+	{
+		/* an error while a listing was parsed left us in its context */
+		MemoryContextSwitchTo(outer);
+		engine_give_up(c);
+		MemoryContextDelete(c->listing_cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	MemoryContextDelete(c->listing_cxt);
+	c->listing_cxt = NULL;
+	if (state == CS_TIMED_OUT)
+	{
+		engine_give_up(c);
+		return ZKL_TIMED_OUT;
+	}
+	zkl_deadlock_wait_end(&c->dl);
+	if (c->child_watch)
+		zkl_session_unwatch_children(c->dir);
+	c->child_watch = false;
+	if (c->watched)
+		pfree(c->watched);
+	c->watched = NULL;
+	return ZKL_ACQUIRED;
+}
+
+/* The listings, then every child's data, each in one pipeline. */
+typedef struct ZklQueueRead
+{
+	ZklOp	  **lists;
+	int			nlists;
+	ZklOp	  **gets;
+	int			ngets;
+} ZklQueueRead;
+
+static int
+engine_read_into(ZklQueueRead *r, const char *const *dirs, int ndirs,
+				 ZklQueueEntry **out)
+{
+	ZklQueueEntry *e = NULL;
+	int			n = 0;
+	int			kept = 0;
+
+	r->lists = palloc0(sizeof(ZklOp *) * Max(ndirs, 1));
+	for (int d = 0; d < ndirs; d++)
+		r->lists[r->nlists++] = zkl_session_children(dirs[d]);
+	for (int d = 0; d < ndirs; d++)
+	{
+		ZklRc		rc = zkl_session_answer(r->lists[d]);
+		char	  **names;
+		int			m;
+
+		if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
+			zkl_session_raise(r->lists[d], "list", dirs[d]);
+		m = rc == ZKL_RC_OK ? zkl_session_op_children(r->lists[d], &names) : 0;
+		e = e ? repalloc(e, sizeof(ZklQueueEntry) * (n + m + 1))
+			: palloc(sizeof(ZklQueueEntry) * (m + 1));
+		for (int i = 0; i < m; i++)
+		{
+			e[n].dir = dirs[d];
+			e[n].name = pstrdup(names[i]);
+			e[n].data = NULL;
+			e[n].czxid = 0;
+			n++;
+		}
+	}
+	r->gets = palloc0(sizeof(ZklOp *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		r->gets[r->ngets++] = zkl_session_get(psprintf("%s/%s", e[i].dir,
+													   e[i].name));
+	for (int i = 0; i < n; i++)
+	{
+		ZklRc		rc = zkl_session_answer(r->gets[i]);
+
+		if (rc == ZKL_RC_NO_NODE)
+			continue;
+		if (rc != ZKL_RC_OK)
+			zkl_session_raise(r->gets[i], "get", e[i].dir);
+		e[i].data = pstrdup(zkl_session_op_data(r->gets[i], &e[i].czxid));
+		e[kept++] = e[i];
+	}
+	*out = e;
+	return kept;
+}
+
+/*
+ * Every child of the given directories with its data and czxid, for a
+ * fleet view: the listings in one pipeline, then every child's data in
+ * another.  Children that vanish meanwhile are left out.
+ */
+static void
+engine_read_free(ZklQueueRead *r)
+{
+	for (int i = 0; i < r->nlists; i++)
+		zkl_session_op_free(r->lists[i]);
+	for (int i = 0; i < r->ngets; i++)
+		zkl_session_op_free(r->gets[i]);
+}
+
+int
+zkl_engine_read(const char *const *dirs, int ndirs, ZklQueueEntry **entries)
+{
+	ZklQueueRead r = {0};
+	int			n;
+
+	PG_TRY();
+	{
+		n = engine_read_into(&r, dirs, ndirs, entries);
+	}
+	PG_CATCH();
+	{
+		engine_read_free(&r);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	engine_read_free(&r);
+	return n;
+}

@@ -1,0 +1,146 @@
+/*-------------------------------------------------------------------------
+ *
+ * engine.h
+ *	  The one contender engine of the recipe layer (engine.c): a contender
+ *	  in the queue of one ZooKeeper directory (create with protection, find
+ *	  its own node again, decide, watch, wait, reconnect, give up), and the
+ *	  readers of such queues.  The lock (shared and exclusive) and the
+ *	  semaphore's mutex (recipe.c) and its leases (semaphore.c) are
+ *	  policies on it; deadlock.c reads queues with it.
+ *
+ * Only the recipe layer includes this header: the files that define
+ * ZKL_RECIPE_LAYER before their first include.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZKLOCK_ENGINE_H
+#define ZKLOCK_ENGINE_H
+
+#ifndef ZKL_RECIPE_LAYER
+#error "engine.h is for the recipe layer only (recipe.c, semaphore.c, deadlock.c, engine.c)"
+#endif
+
+#include "utils/palloc.h"
+
+#include "recipe.h"
+#include "session.h"
+
+/*
+ * deadlock.c.  A wait's part in deadlock detection, one per acquisition
+ * (zeroed with it): when to search next, and the wait entry it published.
+ */
+typedef struct ZklDeadlockWait
+{
+	TimestampTz next_check;		/* next search, 0: none */
+	int			checks;			/* searches so far, up to 4 */
+	char	   *entry;			/* our published wait, once sent */
+	ZklOp	   *publish_dir;	/* requests under way: let go on every way out */
+	ZklOp	   *publish;
+} ZklDeadlockWait;
+
+extern void zkl_deadlock_wait_start(ZklDeadlockWait *w);
+extern TimestampTz zkl_deadlock_wait_until(const ZklDeadlockWait *w,
+										   TimestampTz deadline, bool *search);
+extern void zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
+									 const char *node, const char *owner,
+									 int max_leases);
+extern void zkl_deadlock_wait_end(ZklDeadlockWait *w);
+
+/* A directory listing, parsed and in queue order. */
+typedef struct ZklQueue
+{
+	int			n;				/* every child, as listed */
+	char	  **names;
+	int			nkids;			/* children of known recipes, in queue order */
+	ZklChild   *kids;
+} ZklQueue;
+
+/* What a policy makes of a listing. */
+typedef enum ZklVerdict
+{
+	ZKL_VERDICT_HELD,
+	ZKL_VERDICT_WAIT_NODE,		/* until the one node at *blocker goes */
+	ZKL_VERDICT_WAIT_CHILDREN	/* until any child of the directory goes */
+} ZklVerdict;
+
+typedef struct ZklContender ZklContender;
+
+/* What makes a contender a lock, a mutex or a lease. */
+typedef struct ZklPolicy
+{
+	ZklWaitKind wait_kind;		/* what pg_stat_activity shows while it waits */
+	bool		ordered;		/* queue order decides: ties ordered by czxid */
+
+	/*
+	 * Decide on a listing without this session's strays, our own node in it
+	 * (q->kids[self] for an ordered policy, else self is -1).  expired: the
+	 * deadline has passed, so a wait would end at once.  For
+	 * ZKL_VERDICT_WAIT_NODE, set *blocker (an index into q->kids) and
+	 * *handoff (that node's deletion alone grants).  May raise.
+	 */
+	ZklVerdict	(*decide) (const ZklContender *c, const ZklQueue *q, int self,
+						   bool expired, int *blocker, bool *handoff);
+} ZklPolicy;
+
+/* One acquisition.  The caller fills in the first part. */
+struct ZklContender
+{
+	const ZklPolicy *policy;
+	const char *dir;			/* the queue's directory */
+	const char *display;		/* the lock's name, as messages give it */
+	bool		semaphore;		/* messages name a semaphore (a lease or the
+								 * semaphore's mutex), not a lock */
+	const char *infix;			/* the node's name after "_c_<uuid>" */
+	const char *data;			/* the node's data: our owner record */
+	int			max_leases;		/* a lease's semaphore limit, else 0 */
+	const char *anchor;			/* a node of ours that lives while we queue
+								 * (the semaphore's mutex), or NULL */
+	TimestampTz deadline;		/* 0: wait for ever */
+
+	/* the outcome, on ZKL_ACQUIRED */
+	char	   *node;
+	int64		token;
+
+	/* the engine's own */
+	uint64		epoch;			/* the session the acquisition started in */
+	char	   *prefix;			/* "_c_<uuid>-" of the current create */
+	int			dir_attempts;
+	int			session_lost;	/* answers "session lost" since the last listing */
+	MemoryContext listing_cxt;	/* reset for every listing */
+	/* requests under way: all let go on every way out */
+	ZklOp	   *create;
+	ZklOp	   *list;
+	ZklOp	   *acl;
+	ZklOp	   *watch;
+	ZklOp	   *stat;
+	ZklOp	  **stats;			/* czxid of tied children */
+	int			nstats;
+	char	   *watched;		/* node we wait for (and may watch) */
+	bool		handoff;		/* its deletion alone grants */
+	bool		child_watch;	/* a child watch of ours on dir may be set */
+	ZklWatchMark mark;			/* notification counts when it was watched */
+	ZklDeadlockWait dl;			/* deadlock search and wait entry */
+};
+
+/* One child of a queue read for a fleet view. */
+typedef struct ZklQueueEntry
+{
+	const char *dir;
+	char	   *name;
+	char	   *data;
+	int64		czxid;
+} ZklQueueEntry;
+
+extern ZklAcquire zkl_engine_run(ZklContender *c);
+extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir,
+										   const char *display,
+										   const char *data,
+										   TimestampTz deadline, char **node,
+										   int64 *token);
+extern void zkl_engine_parse(ZklQueue *q, char **names, int n,
+							 const char *own_prefix);
+extern int	zkl_engine_read(const char *const *dirs, int ndirs,
+							ZklQueueEntry **entries);
+extern bool zkl_engine_is_ours(const char *name);
+
+#endif							/* ZKLOCK_ENGINE_H */

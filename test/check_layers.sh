@@ -1,0 +1,62 @@
+#!/bin/sh
+# The layers of src/ (DESIGN, README "Development") are walls the compiler
+# keeps: each .c file names its layer before its first include, and each
+# layer's header refuses the files of the layers it is not for.  Compiles
+# small probes against the headers and prints one TAP line per probe: what
+# must compile does, and a call that skips a layer does not.
+#   sh test/check_layers.sh [PG_CONFIG]
+set -u
+
+pgc=${1:-pg_config}
+top=$(cd "$(dirname "$0")/.." && pwd)
+inc=$("$pgc" --includedir-server) || { echo "not ok 1 - $pgc --includedir-server failed"; exit 1; }
+cc=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+bad=0
+
+# probe EXPECT LAYER-MACRO HEADER [CODE]: EXPECT is "compiles" or "refused"
+probe() {
+	n=$((n + 1))
+	{
+		[ -n "$2" ] && printf '#define %s\n' "$2"
+		printf '#include "postgres.h"\n#include "%s"\n' "$3"
+		[ $# -ge 4 ] && printf 'void probe(void);\nvoid probe(void) { %s; }\n' "$4"
+	} >"$tmp/p.c"
+	if "$cc" -fsyntax-only -DTHREADED -Werror=implicit-function-declaration \
+		-isystem "$inc" -I "$top/src" "$tmp/p.c" >"$tmp/err" 2>&1; then
+		got=compiles
+	elif grep -qE '#error|implicit declaration' "$tmp/err"; then
+		got=refused
+	else
+		got="broken (not refused by a wall)"
+	fi
+	what="${2:-a session file} including $3${4:+ and calling $4}"
+	if [ "$got" = "$1" ]; then
+		echo "ok $n - $what: $got"
+	else
+		bad=$((bad + 1))
+		echo "not ok $n - $what: $got, expected $1"
+		sed 's/^/# /' "$tmp/err" | head -n 5
+	fi
+}
+
+# the SQL layer (sql_api.c, zklock.c): the lock set and the plain helpers
+probe compiles ZKL_SQL_LAYER lockset.h
+for h in names.h owner.h guc.h zkltypes.h; do probe compiles ZKL_SQL_LAYER "$h"; done
+for h in recipe.h engine.h session.h session_int.h; do probe refused ZKL_SQL_LAYER "$h"; done
+# the lock set: the recipe layer's API, nothing of the session
+probe compiles ZKL_LOCKSET_LAYER recipe.h "zkl_recipe_connect()"
+probe refused ZKL_LOCKSET_LAYER recipe.h "zkl_session_connect()"
+for h in engine.h session.h session_int.h; do probe refused ZKL_LOCKSET_LAYER "$h"; done
+# the recipe layer: the engine and the session's public API
+probe compiles ZKL_RECIPE_LAYER engine.h "zkl_session_connect()"
+probe refused ZKL_RECIPE_LAYER lockset.h
+probe refused ZKL_RECIPE_LAYER session_int.h
+# the session files: their internals, nothing above
+probe compiles "" session_int.h
+probe refused "" session_int.h "zkl_recipe_connect()"
+
+echo "# layer probes: $n, failed: $bad"
+[ "$bad" -eq 0 ]

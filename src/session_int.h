@@ -5,7 +5,8 @@
  *	  nothing outside the family includes this header.
  *
  * Each file owns its state: its fields are static in it, and the others
- * reach them through the functions below.  The files call each other one
+ * reach them through the functions below (the one variable shared is the
+ * mutex itself, zkl_sess_sync_mu).  The files call each other one
  * way only, down this list (a file may call the ones above it, never one
  * below); where a lower file must tell a higher one something, the higher
  * one registers a callback:
@@ -43,9 +44,12 @@
  * malloc'd memory, may send further asynchronous zoo_a* requests (clean-
  * ups, lease proofs) and writes the eventfd.  It never calls palloc, elog,
  * CHECK_FOR_INTERRUPTS or anything else of PostgreSQL.  Everything shared
- * between threads is read and written under mu, the one mutex.  No zoo_*
- * call is made while holding mu: the library may run a completion, which
- * takes mu, inside it.
+ * between threads is read and written under mu, the one mutex, except
+ * what the main thread alone writes before another thread can read it
+ * (the eventfd, zklock.auth's ACL id) and the handle, which only the main
+ * thread writes (under mu) and may read without it.  No zoo_* call is
+ * made while holding mu: the library may run a completion, which takes
+ * mu, inside it.
  *
  * The main thread sends only asynchronous requests and waits for them in
  * session_wait.c, where cancels and timeouts are served.  Two library

@@ -15,11 +15,11 @@
  *
  * session_watcher runs on the completion thread and keeps the thread rules
  * of session_int.h: it records what it hears in session_state.c and tells
- * the lease and the request files.  At exit, the releases already sent are given a
- * bounded time to be answered before the handle is closed: the library
- * closes its socket as soon as anything is readable after its close
- * request, and unread replies make that close a reset the server may act
- * on before it has read our deletes and the close itself.
+ * the lease and the request files.  At exit, the releases already sent
+ * are given a bounded time to be answered before the handle is closed:
+ * the library closes its socket as soon as anything is readable after its
+ * close request, and unread replies make that close a reset the server
+ * may act on before it has read our deletes and the close itself.
  *
  *-------------------------------------------------------------------------
  */

@@ -20,7 +20,7 @@ EXTVERSION = 1.1
 MODULE_big = zklock
 OBJS = src/deadlock.o src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o \
 	src/session_cleanup.o src/session_lease.o src/session_log.o \
-	src/session_request.o src/session_wait.o src/sql_api.o src/zklock.o
+	src/session_request.o src/session_tls.o src/session_wait.o src/sql_api.o src/zklock.o
 
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql
 PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"

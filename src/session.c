@@ -41,6 +41,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "session_int.h"
+#include "session_tls.h"
 
 /* File descriptors the client library opens (socket, wake-up pipe). */
 #define ZKL_LIBRARY_FDS 3
@@ -469,8 +470,12 @@ session_start_handle(const char *hosts, int *init_errno)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	errno = 0;
-	zh = zookeeper_init2(hosts, session_watcher, zkl_session_timeout,
-						 NULL, NULL, 0, session_log);
+	if (zkl_ssl)
+		zh = zkl_tls_init(hosts, session_watcher, zkl_session_timeout,
+						  session_log);
+	else
+		zh = zookeeper_init2(hosts, session_watcher, zkl_session_timeout,
+							 NULL, NULL, 0, session_log);
 	*init_errno = errno;
 	if (zh != NULL)
 	{
@@ -521,6 +526,7 @@ session_open(void)
 	zkl_shared.own_digest[0] = '\0';
 	if (zkl_use_auth())
 		session_set_digest();
+	zkl_tls_prepare();
 	hosts = session_resolve();
 
 	for (int i = 0; i < ZKL_LIBRARY_FDS; i++)
@@ -570,9 +576,9 @@ session_open(void)
 
 	PG_TRY();
 	{
-		session_wait_as(ZKL_WAIT_CONNECT, session_settled_wait, NULL,
-					 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-												 zkl_connect_timeout));
+		zkl_tls_wait_connect(session_settled_wait,
+							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 zkl_connect_timeout));
 	}
 	PG_CATCH();
 	{
@@ -592,6 +598,7 @@ session_open(void)
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 				 errmsg("ZooKeeper authentication failed"),
 				 errhint("Check the credentials in zklock.auth.")));
+	zkl_tls_report_failure();
 	ereport(ERROR,
 			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 			 errmsg("could not connect to ZooKeeper at \"%s\"", zkl_hosts),

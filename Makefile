@@ -1,6 +1,7 @@
 # zklock: cluster-wide advisory locks backed by a ZooKeeper ensemble.
 #
-#   make deps       install what is missing from Debian's packages (as root)
+#   make deps       install what is missing from Debian's packages, build the
+#                   TLS-capable ZooKeeper C client (test/build_zkc.sh) (as root)
 #   make            build (PGXS)
 #   make demo       ZooKeeper ensemble + two PostgreSQL clusters, see README
 #   make demo-stop  stop what make demo started
@@ -19,16 +20,28 @@ EXTVERSION = 1.1
 MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o \
 	src/session_cleanup.o src/session_clock.o src/session_lease.o src/session_log.o \
-	src/session_request.o src/session_state.o src/session_sync.o src/session_wait.o \
-	src/sql_api.o src/zklock.o
+	src/session_request.o src/session_state.o src/session_sync.o src/session_tls.o \
+	src/session_wait.o src/sql_api.o src/zklock.o
 
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql
 PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 
 # MODULE_big, not MODULES: PGXS ignores SHLIB_LINK for MODULES.  The
 # multithreaded client sends heartbeats while the backend is busy.
-SHLIB_LINK = -lzookeeper_mt
-PG_CPPFLAGS = -DTHREADED -DZKL_VERSION='"$(EXTVERSION)"'
+#
+# The client is Apache's, built with OpenSSL from Debian's own zookeeper
+# source package by test/build_zkc.sh (make deps) into $(ZKLOCK_ZKC):
+# Debian's libzookeeper_mt has no TLS.  It is linked in statically
+# (position-independent), and --exclude-libs keeps its symbols out of
+# zklock.so's dynamic table: nothing else in the backend can bind to them,
+# and the system's libzookeeper_mt, if another module loads it, cannot
+# clash with it.  README.md, "Development", says why not a shared library.
+ZKLOCK_PG_CACHE ?= /var/cache/zklock
+ZKLOCK_ZKC ?= $(ZKLOCK_PG_CACHE)/zkc
+SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
+	-lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL
+PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H \
+	-DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.
 with_llvm = no
 
@@ -36,7 +49,6 @@ with_llvm = no
 # test/run_regress.sh with a one-server ensemble.
 REGRESS = zklock_api zklock_scopes zklock_errors zklock_parity zklock_upgrade
 
-ZKLOCK_PG_CACHE ?= /var/cache/zklock
 pg_config_of = $(if $(filter 15,$(1)),/usr/lib/postgresql/15/bin/pg_config,$(ZKLOCK_PG_CACHE)/pg/$(1)/bin/pg_config)
 ifneq ($(PG),)
 PG_CONFIG = $(call pg_config_of,$(PG))
@@ -74,7 +86,10 @@ endif
 # PGXS tracks no header dependencies: every object is rebuilt when any of
 # the extension's headers changes (a struct that changes size under an
 # object built before would corrupt memory).
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h) $(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h
+
+$(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h:
+	@echo "the TLS-capable ZooKeeper client is not built in $(ZKLOCK_ZKC): run 'make deps' first" >&2; exit 1
 
 .PHONY: deps demo demo-stop test unit bench
 
@@ -93,6 +108,7 @@ BUILD_MAJORS = $(patsubst $(ZKLOCK_PG_CACHE)/pg/%/bin/pg_config,%,$(filter $(ZKL
 
 deps:
 	@sh test/deps.sh
+	@sh test/build_zkc.sh >/dev/null
 	@for m in $(BUILD_MAJORS); do sh test/build_pg.sh $$m >/dev/null || exit 1; done
 
 demo: deps

@@ -8,6 +8,10 @@
  * fleet must agree on.  Timeouts apply to the next session opened.
  * zklock.on_lock_loss picks what a lost lock does to its backend;
  * zklock.synchronous_release whether a release waits for the ensemble.
+ * zklock.ssl and its files are named and scoped as PostgreSQL's own ssl
+ * settings (PGC_SIGHUP: postgresql.conf or ALTER SYSTEM, then a reload);
+ * the next session opened uses them, and session_tls.c checks the files
+ * then.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +32,10 @@ char	   *zkl_auth = NULL;
 bool		zkl_preloaded = false;
 int			zkl_node_naming = ZKL_NAMING_MUTEX;
 bool		zkl_synchronous_release = true;
+bool		zkl_ssl = false;
+char	   *zkl_ssl_ca_file = NULL;
+char	   *zkl_ssl_cert_file = NULL;
+char	   *zkl_ssl_key_file = NULL;
 
 static const struct config_enum_entry guc_naming_options[] = {
 	{"mutex", ZKL_NAMING_MUTEX, false},
@@ -151,6 +159,59 @@ guc_check_hosts(char **newval, void **extra, GucSource source)
 	return false;
 }
 
+/*
+ * The TLS files: the client library takes them as one comma-separated
+ * string (zookeeper_init_ssl), so a comma cannot be part of a path.
+ */
+static bool
+guc_check_ssl_file(char **newval, void **extra, GucSource source)
+{
+	(void) extra;
+	(void) source;
+	if (*newval == NULL || strchr(*newval, ',') == NULL)
+		return true;
+	GUC_check_errdetail("The ZooKeeper client library cannot take a file name with a comma.");
+	return false;
+}
+
+/* The TLS settings, as PostgreSQL names its own. */
+static void
+guc_define_ssl(void)
+{
+	DefineCustomBoolVariable("zklock.ssl",
+							 "Connects to ZooKeeper over TLS with a client certificate.",
+							 "With it on, new sessions use TLS only, never plain text; the certificate's subject is the session's identity (ACL scheme x509).",
+							 &zkl_ssl,
+							 false,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.ssl_ca_file",
+							   "Location of the file of CA certificates that sign the ZooKeeper servers' certificates.",
+							   "Relative paths are relative to the data directory.",
+							   &zkl_ssl_ca_file,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   guc_check_ssl_file, NULL, NULL);
+	DefineCustomStringVariable("zklock.ssl_cert_file",
+							   "Location of the client certificate file zklock presents to ZooKeeper.",
+							   "Relative paths are relative to the data directory.",
+							   &zkl_ssl_cert_file,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   guc_check_ssl_file, NULL, NULL);
+	DefineCustomStringVariable("zklock.ssl_key_file",
+							   "Location of the client certificate's private key file.",
+							   "Relative paths are relative to the data directory. It must not be readable by group or others, as for ssl_key_file.",
+							   &zkl_ssl_key_file,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   guc_check_ssl_file, NULL, NULL);
+}
+
 void
 zkl_guc_define(void)
 {
@@ -225,6 +286,7 @@ zkl_guc_define(void)
 							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
+	guc_define_ssl();
 	MarkGUCPrefixReserved("zklock");
 }
 

@@ -40,6 +40,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "session_int.h"
+#include "session_tls.h"
 
 /* File descriptors the client library opens (socket, wake-up pipe). */
 #define ZKL_LIBRARY_FDS 3
@@ -379,8 +380,12 @@ session_start_handle(const char *hosts, int *init_errno)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	errno = 0;
-	zh = zookeeper_init2(hosts, session_watcher, zkl_session_timeout,
-						 NULL, NULL, 0, zkl_sess_log_callback);
+	if (zkl_ssl)
+		zh = zkl_sess_tls_init(hosts, session_watcher, zkl_session_timeout,
+						  zkl_sess_log_callback);
+	else
+		zh = zookeeper_init2(hosts, session_watcher, zkl_session_timeout,
+							 NULL, NULL, 0, zkl_sess_log_callback);
 	*init_errno = errno;
 	if (zh != NULL)
 	{
@@ -423,6 +428,7 @@ session_open(void)
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate random lock node id")));
 	zkl_sess_request_set_identity();
+	zkl_sess_tls_prepare();
 	hosts = session_resolve();
 
 	PG_TRY();
@@ -476,7 +482,7 @@ session_open(void)
 
 	PG_TRY();
 	{
-		zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, zkl_sess_state_settled, NULL,
+		zkl_sess_tls_wait_connect(zkl_sess_state_settled,
 							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														 zkl_connect_timeout));
 	}
@@ -499,6 +505,7 @@ session_open(void)
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 				 errmsg("ZooKeeper authentication failed"),
 				 errhint("Check the credentials in zklock.auth.")));
+	zkl_sess_tls_report_failure();
 	ereport(ERROR,
 			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 			 errmsg("could not connect to ZooKeeper at \"%s\"", zkl_hosts),

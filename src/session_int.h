@@ -17,6 +17,10 @@
  *	 session_log.c		the client library's log, kept until the main thread
  *						emits it
  *	 session_wait.c		the main thread's waits (latch, eventfd, interrupts)
+ *	 session_tls.c		TLS (session_tls.h): the files' checks, the handle's
+ *						start with zookeeper_init_ssl, the certificate
+ *						identity, the TLS error of a connection that never
+ *						completes
  *	 session_state.c	the handle and what the library says of it: state,
  *						negotiated timeout, session id, loss, the requests
  *						under way, the meaning of its result codes
@@ -35,12 +39,14 @@
  * is session_lease.c's), the clock's zkl_stamp_*; statics are session_*.
  * A function whose name ends in _locked is called with mu held.
  *
- * Thread rules for the whole family.  Four kinds of threads run its code:
+ * Thread rules for the whole family.  Five kinds of threads run its code:
  * the backend's main thread; the client library's IO and completion
  * threads (the session and data watchers, completions, the log callback);
  * the lease thread of session_lease.c (while the session has lock nodes);
- * and the resolver thread of session.c (while a session opens).  Code on
- * the last three kinds is plain C: it takes mu, copies results into
+ * the resolver thread of session.c (while a session opens); and the
+ * probe thread of session_tls.c (while a TLS session is slow to open, a
+ * handshake of its own that names the cause).  Code on the last four
+ * kinds is plain C: it takes mu, copies results into
  * malloc'd memory, may send further asynchronous zoo_a* requests (clean-
  * ups, lease proofs) and writes the eventfd.  It never calls palloc, elog,
  * CHECK_FOR_INTERRUPTS or anything else of PostgreSQL.  Everything shared
@@ -53,8 +59,9 @@
  *
  * The main thread sends only asynchronous requests and waits for them in
  * session_wait.c, where cancels and timeouts are served.  Two library
- * calls block it: zookeeper_init2 (the connect string is resolved first,
- * where a cancel is served, so it finds only addresses) and
+ * calls block it: zookeeper_init2 or zookeeper_init_ssl (the connect
+ * string is resolved first, where a cancel is served, so it finds only
+ * addresses) and
  * zookeeper_close (bounded by the library: about 4.5 s at most).
  *
  * A request the library refuses with ZMARSHALLINGERROR may still have its

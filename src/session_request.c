@@ -38,6 +38,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "session_int.h"
+#include "session_tls.h"
 
 typedef enum ZklOpKind
 {
@@ -337,7 +338,8 @@ session_got_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
 
 		if (!(e->perms & (ZOO_PERM_DELETE | ZOO_PERM_ADMIN)) ||
 			(strcmp(e->id.scheme, "digest") == 0 &&
-			 strcmp(e->id.id, own) == 0))
+			 strcmp(e->id.id, own) == 0) ||
+			zkl_sess_tls_is_own_id(e->id.scheme, e->id.id))
 			continue;
 		len = strlen(e->id.scheme) + strlen(e->id.id) + 32;
 		if ((op->acl_problem = malloc(len)) != NULL)
@@ -442,7 +444,7 @@ session_acl(void)
 	static struct ACL entries[2];
 	static struct ACL_vector own = {2, entries};
 
-	if (zkl_req_own_digest[0] == '\0')
+	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity())
 		return &ZOO_OPEN_ACL_UNSAFE;
 
 	/* This identity may do anything, everyone may read. */
@@ -620,7 +622,7 @@ zkl_session_get_acl(const char *path)
 {
 	ZklOp	   *op;
 
-	if (zkl_req_own_digest[0] == '\0')
+	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity())
 		return NULL;
 	op = session_new_op(ZKL_OP_ACL);
 	return session_sent(op,

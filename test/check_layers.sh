@@ -11,6 +11,8 @@ pgc=${1:-pg_config}
 top=$(cd "$(dirname "$0")/.." && pwd)
 inc=$("$pgc" --includedir-server) || { echo "not ok 1 - $pgc --includedir-server failed"; exit 1; }
 cc=${CC:-cc}
+# the C client's headers: the build's (make deps), as the Makefile has them
+zkc=${ZKLOCK_ZKC:-${ZKLOCK_PG_CACHE:-/var/cache/zklock}/zkc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
@@ -25,7 +27,7 @@ probe() {
 		[ $# -ge 4 ] && printf 'void probe(void);\nvoid probe(void) { %s; }\n' "$4"
 	} >"$tmp/p.c"
 	if "$cc" -fsyntax-only -DTHREADED -Werror=implicit-function-declaration \
-		-isystem "$inc" -I "$top/src" "$tmp/p.c" >"$tmp/err" 2>&1; then
+		-isystem "$inc" -I "$top/src" -I "$zkc/include" "$tmp/p.c" >"$tmp/err" 2>&1; then
 		got=compiles
 	elif grep -qE '#error|implicit declaration' "$tmp/err"; then
 		got=refused

@@ -11,8 +11,10 @@
                              prints "created" or the error's class name
   zkq.py HOSTS put PATH HEX  create PATH (parents too) holding the bytes
                              HEX spells; prints "created" or the class name
+  zkq.py HOSTS acl PATH      the ACL of PATH, one "scheme:id perms" a line
 
-An optional first argument --auth USER:PASSWORD authenticates with digest.
+Optional first arguments: --auth USER:PASSWORD authenticates with digest;
+--tls CA,CERT,KEY connects over TLS with that client certificate.
 
 Runs under Debian's /usr/bin/python3, where python3-kazoo is installed.
 """
@@ -35,19 +37,25 @@ def walk(zk, path, out):
 
 def main(argv):
     auth = []
-    if len(argv) > 2 and argv[1] == "--auth":
-        auth = [("digest", argv[2])]
+    tls = {}
+    while len(argv) > 2 and argv[1] in ("--auth", "--tls"):
+        if argv[1] == "--auth":
+            auth = [("digest", argv[2])]
+        else:
+            ca, cert, key = argv[2].split(",")
+            tls = dict(use_ssl=True, ca=ca, certfile=cert, keyfile=key,
+                       verify_certs=True)
         argv = argv[:1] + argv[3:]
     if argv[2:3] == ["put"] and len(argv) == 5:
         data = bytes.fromhex(argv[4])
         argv = argv[:4]
-    elif len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete", "create"):
+    elif len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete", "create", "acl"):
         sys.stderr.write(__doc__)
         return 2
     else:
         data = b""
     hosts, cmd, path = argv[1], argv[2], argv[3]
-    zk = KazooClient(hosts=hosts, timeout=10.0, auth_data=auth)
+    zk = KazooClient(hosts=hosts, timeout=10.0, auth_data=auth, **tls)
     zk.start(timeout=15)
     try:
         if cmd == "ls":
@@ -68,6 +76,10 @@ def main(argv):
                 print("created")
             except KazooException as e:
                 print(type(e).__name__)
+        elif cmd == "acl":
+            acls, _ = zk.get_acls(path)
+            for a in acls:
+                print("%s:%s %d" % (a.id.scheme, a.id.id, a.perms))
         elif cmd == "get":
             data, _ = zk.get(path)
             print((data or b"").decode("utf-8", "replace"))

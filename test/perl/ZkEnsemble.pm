@@ -88,6 +88,12 @@ directory removed at exit), tick_time (ms, default 200), extra_conf
 properties), jvm_opts (string, appended to the JVM options), start (default
 1), start_timeout (s, default 60).
 
+tls (hashref: keystore, truststore, client_cert, client_key): the servers
+serve only a secure client port (Netty, PEM stores, client certificates
+required, ZooKeeper's x509 authentication provider) on the port that
+connect_string and port name; four-letter words then go over TLS with
+client_cert and client_key (IO::Socket::SSL).
+
 =cut
 
 sub new
@@ -113,6 +119,7 @@ sub new
 		tick_time     => $args{tick_time} // 200,
 		extra_conf    => { %{ $args{extra_conf} // {} } },
 		jvm_opts      => $args{jvm_opts} // '',
+		tls           => $args{tls},
 		start_timeout => $args{start_timeout} // 60,
 		owner_pid     => $$,    # only this process may auto-stop them
 		detached      => 0,
@@ -216,11 +223,7 @@ sub four_letter
 	my ($self, $i, $cmd, $timeout) = @_;
 	$timeout //= 2;
 	my $deadline = time + $timeout;
-	my $sock = IO::Socket::INET->new(
-		PeerAddr => '127.0.0.1',
-		PeerPort => $self->port($i),
-		Proto    => 'tcp',
-		Timeout  => $timeout) or return undef;
+	my $sock = $self->_connect($i, $timeout) or return undef;
 	# A stopped server still completes the TCP handshake (the kernel does),
 	# so the timeout that matters is the one on the reply.
 	unless (defined syswrite($sock, $cmd))
@@ -534,6 +537,27 @@ sub detach
 
 # ---------------------------------------------------------------- internals
 
+# A connection to server $i's client port: plain, or TLS with the client
+# certificate of the tls option.
+sub _connect
+{
+	my ($self, $i, $timeout) = @_;
+	my %plain = (
+		PeerAddr => '127.0.0.1',
+		PeerPort => $self->port($i),
+		Proto    => 'tcp',
+		Timeout  => $timeout);
+	my $tls = $self->{tls};
+	return IO::Socket::INET->new(%plain) unless $tls;
+	require IO::Socket::SSL;
+	return IO::Socket::SSL->new(
+		%plain,
+		SSL_cert_file       => $tls->{client_cert},
+		SSL_key_file        => $tls->{client_key},
+		SSL_ca_file         => $tls->{truststore},
+		SSL_verifycn_scheme => 'none');
+}
+
 sub _srv
 {
 	my ($self, $i) = @_;
@@ -708,12 +732,32 @@ sub _write_config
 		initLimit                => 50,
 		syncLimit                => 25,
 		dataDir                  => $s->{data_dir},
-		clientPort               => $s->{client_port},
-		clientPortAddress        => '127.0.0.1',
 		maxClientCnxns           => 0,
 		'4lw.commands.whitelist' => '*',
 		'admin.enableServer'     => 'false',
 		forceSync                => 'yes',);
+	if (my $tls = $self->{tls})
+	{
+		%conf = (
+			%conf,
+			secureClientPort        => $s->{client_port},
+			secureClientPortAddress => '127.0.0.1',
+			serverCnxnFactory =>
+			  'org.apache.zookeeper.server.NettyServerCnxnFactory',
+			'ssl.keyStore.location'   => $tls->{keystore},
+			'ssl.keyStore.type'       => 'PEM',
+			'ssl.trustStore.location' => $tls->{truststore},
+			'ssl.trustStore.type'     => 'PEM',
+			'ssl.clientAuth'          => 'need',
+			'authProvider.x509' =>
+			  'org.apache.zookeeper.server.auth.X509AuthenticationProvider',
+		);
+	}
+	else
+	{
+		$conf{clientPort}        = $s->{client_port};
+		$conf{clientPortAddress} = '127.0.0.1';
+	}
 	my @jvm_props;
 	while (my ($k, $v) = each %{ $self->{extra_conf} })
 	{
@@ -752,7 +796,8 @@ sub _write_config
 		'-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS',
 		@jvm_props,
 		split(' ', $self->{jvm_opts}),
-		'-cp', $CLASSPATH,
+		# The jar's manifest lacks netty-codec, which the TLS handshake needs.
+		'-cp', $CLASSPATH . ($self->{tls} ? ':/usr/share/java/netty-codec.jar' : ''),
 		$self->{n} == 1 ? $MAIN_STANDALONE : $MAIN_QUORUM,
 		$s->{cfg} ];
 	return;

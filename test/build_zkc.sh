@@ -1,0 +1,128 @@
+#!/bin/sh
+# Build the TLS-capable ZooKeeper C client zklock links, from Debian's own
+# zookeeper source package (3.8.0, bookworm: the version installed), into a
+# private prefix; print the prefix on the last line.
+#   sh test/build_zkc.sh              (as root the first time)
+#
+# Debian's libzookeeper-mt is built without OpenSSL: it has no
+# zookeeper_init_ssl.  The source package has the client with its CMake
+# build (WITH_OPENSSL) but not the jute-generated zookeeper.jute.{c,h}; the
+# jute compiler that writes them is in the installed zookeeper-jute.jar.
+# Nothing is downloaded but Debian's source package, through a private apt
+# configuration (a bookworm deb-src line, its own lists and cache under
+# $ZKLOCK_PG_CACHE/zkc-src): the machine's own apt sources stay as they are,
+# and the system's libzookeeper_mt is not touched.
+#
+# Debian's patches are applied (dpkg-source -x), then test/zkc/*.patch:
+# OpenSSL 3 has no FIPS_mode(), and the 3.8.0 client's TLS handshake has no
+# time limit.  The result is static and position-independent
+# ($ZKLOCK_PG_CACHE/zkc/lib/libzookeeper.a, libhashtable.a, and the headers
+# under include/zookeeper), linked into zklock.so.  A stamp written last
+# names the source version and the patches: the next run with the same ones
+# does nothing.  Every step is bounded in time and says which step failed.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cache=${ZKLOCK_PG_CACHE:-/var/cache/zklock}
+prefix="$cache/zkc"
+stamp="$prefix/.zklock-build-complete"
+want="zookeeper 3.8.0; patches $(cat "$top"/test/zkc/*.patch | cksum | cut -d' ' -f1)"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
+	[ -f "$prefix/lib/libzookeeper.a" ]; then
+	echo "$prefix"
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "build_zkc.sh: the TLS-capable ZooKeeper client is not built in $prefix;" \
+		"run 'make deps' as root to build it" >&2
+	exit 1
+fi
+
+step=""
+fail() {
+	echo "build_zkc.sh: step \"$step\" failed${1:+: $1}" >&2
+	[ -n "${log:-}" ] && [ -f "$log" ] && {
+		echo "build_zkc.sh: last lines of $log:" >&2
+		tail -n 30 "$log" >&2
+	}
+	exit 1
+}
+# run SECONDS STEP COMMAND...: one bounded step, its output in $log
+run() {
+	limit=$1
+	step=$2
+	shift 2
+	echo "build_zkc.sh: $step" >&2
+	rc=0
+	timeout "$limit" "$@" >>"$log" 2>&1 || rc=$?
+	[ "$rc" -eq 124 ] && fail "timed out after $limit s"
+	[ "$rc" -ne 0 ] && fail "exit code $rc"
+	return 0
+}
+
+src="$cache/zkc-src"
+apt="$src/apt"
+mkdir -p "$src" "$apt/lists/partial" "$apt/cache/archives/partial"
+log="$src/build.log"
+: >"$log"
+start=$(date +%s)
+
+# cmake and OpenSSL's headers to build it; dpkg-source to unpack Debian's
+# source with its patches; the zookeeper package for the jute compiler; a
+# JDK to run it.
+export DEBIAN_FRONTEND=noninteractive
+need=""
+for p in cmake libssl-dev dpkg-dev patch gcc make zookeeper default-jdk-headless; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		need="$need $p"
+done
+if [ -n "$need" ]; then
+	run 300 "apt-get update (the machine's own sources)" apt-get update -q
+	# shellcheck disable=SC2086
+	run 600 "apt-get install$need" apt-get install -y -q --no-install-recommends $need
+fi
+jute=/usr/share/java/zookeeper-jute.jar
+[ -f "$jute" ] || { step="find the jute compiler"; fail "$jute is missing"; }
+
+echo "deb-src http://deb.debian.org/debian bookworm main" >"$apt/sources.list"
+set -- -o Dir::Etc::sourcelist="$apt/sources.list" -o Dir::Etc::sourceparts=- \
+	-o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" \
+	-o APT::Get::List-Cleanup=0
+run 300 "apt-get update (private bookworm deb-src)" apt-get "$@" update -q
+rm -rf "$src/dl" "$src/tree"
+mkdir -p "$src/dl"
+step="apt-get source zookeeper"
+echo "build_zkc.sh: $step" >&2
+(cd "$src/dl" && timeout 900 apt-get "$@" source --download-only -q zookeeper) \
+	>>"$log" 2>&1 || fail "could not download the source package"
+dsc=$(ls "$src"/dl/zookeeper_3.8.0-*.dsc 2>/dev/null | head -n 1)
+[ -n "$dsc" ] || fail "no zookeeper_3.8.0-*.dsc in $src/dl (another version?)"
+run 300 "dpkg-source -x $(basename "$dsc")" dpkg-source -x "$dsc" "$src/tree"
+
+cd "$src/tree"
+for p in "$top"/test/zkc/*.patch; do
+	run 60 "apply $(basename "$p")" patch -p1 -i "$p"
+done
+client="$src/tree/zookeeper-client/zookeeper-client-c"
+mkdir -p "$client/generated"
+cd "$client/generated"
+run 300 "generate zookeeper.jute.{c,h} (jute compiler)" java -cp "$jute" \
+	org.apache.jute.compiler.generated.Rcc -l c \
+	"$src/tree/zookeeper-jute/src/main/resources/zookeeper.jute"
+mkdir -p "$client/build"
+cd "$client/build"
+run 300 "cmake" cmake .. -DWITH_OPENSSL=ON -DWITH_CYRUS_SASL=OFF -DWANT_CPPUNIT=OFF \
+	-DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run 900 "make zookeeper hashtable" make -j2 zookeeper hashtable
+nm libzookeeper.a 2>/dev/null | grep -q ' T zookeeper_init_ssl$' ||
+	{ step="check the library"; fail "no zookeeper_init_ssl in libzookeeper.a"; }
+
+rm -rf "$prefix"
+mkdir -p "$prefix/lib" "$prefix/include/zookeeper"
+cp libzookeeper.a libhashtable.a "$prefix/lib/"
+cp "$client"/include/*.h "$client/generated/zookeeper.jute.h" "$prefix/include/zookeeper/"
+chmod -R a+rX "$prefix"
+echo "$want" >"$stamp"
+echo "build_zkc.sh: ZooKeeper C client with TLS built in $prefix in $(($(date +%s) - start)) s" >&2
+echo "$prefix"

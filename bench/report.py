@@ -280,6 +280,28 @@ for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
             "%.0f/s" % hon.rate if hon.ok else "-", "%.0f/s" % hoff.rate if hoff.ok else "-"))
 emit()
 
+# TLS
+TROUNDS = int(meta.get("tls_rounds_done") or 0)
+emit("9. TLS: zklock over a TLS-only ensemble (zklock.ssl = on, client certificate, x509 identity)"
+     " vs plain, %d rounds alternating" % TROUNDS)
+if TROUNDS:
+    tls = {}
+    for fig in ("cycle", "cron"):
+        for who in ("zklock", "zklock-tls"):
+            tls[fig, who] = Result(fig, who, "t", TROUNDS)
+    for fig, what in (("cycle", "uncontended cycle"), ("cron", "cron-job pattern (new session)")):
+        p, t = tls[fig, "zklock"], tls[fig, "zklock-tls"]
+        if p.ok and t.ok:
+            emit("  %-34s plain p50 %s ms (p99 %s), TLS p50 %s ms (p99 %s): TLS/plain %s;"
+                 " per round TLS %s ms"
+                 % (what + ":", ms(p.p50), ms(p.p99), ms(t.p50), ms(t.p99), ratio(t.p50, p.p50),
+                    " ".join(ms(x) for x in t.round_p50)))
+        else:
+            emit("  %-34s FAILED: %s" % (what + ":", "; ".join((p.fails + t.fails)[:2])))
+else:
+    emit("  no TLS rounds (the TLS ensemble or cluster did not start)")
+emit()
+
 # herd
 herd = {}
 emit("4. herd: %s waiters on one lock, then %s hand-offs (each waiter releases at once)"

@@ -98,7 +98,7 @@ cleanup() {
 		wait "$p" 2>/dev/null
 	done
 	if [ -n "$W" ]; then
-		for c in pgzk central; do
+		for c in pgzk central pgtls; do
 			[ -f "$W/$c/postmaster.pid" ] &&
 				runuser -u postgres -- "$bindir/pg_ctl" -D "$W/$c" -m fast -w -t 60 stop >/dev/null 2>&1
 		done
@@ -110,6 +110,8 @@ cleanup() {
 		done
 		[ -f "$W/ensemble/ensemble.state" ] &&
 			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/ensemble" >/dev/null 2>&1
+		[ -f "$W/tls-ensemble/ensemble.state" ] &&
+			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/tls-ensemble" >/dev/null 2>&1
 		if [ "${BENCH_KEEP:-0}" = 1 ]; then
 			echo "bench: work directory kept: $W" >&2
 		else
@@ -296,6 +298,8 @@ run_one() {
 	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zklock $WRM "$CYC" "$out" ;;
 	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CZ" zkxact $WRM "$CYC" "$out" ;;
 	cycle.zklock-async) set -- "$W/bin/pg_client" cycle "$CZA" zklock $WRM "$CYC" "$out" ;;
+	cycle.zklock-tls) set -- "$W/bin/pg_client" cycle "$CI_TLS" zklock $WRM "$CYC" "$out" ;;
+	cron.zklock-tls) set -- "$W/bin/pg_client" cron "$CI_TLS" zklock 5 "$CN" "$out" ;;
 	cycle.pg-advisory) set -- "$W/bin/pg_client" cycle "$CC" advisory $WRM "$CYC" "$out" ;;
 	cycle.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench cycle "$H" $JW "$CYC" "$out" ;;
 	cycle.kazoo) set -- $PY "$B/kazoo_bench.py" cycle "$H" $WRM "$CYC" "$out" ;;
@@ -410,6 +414,47 @@ while [ $r -le "$DROUNDS" ]; do
 done
 echo "delay_rounds_done=$drounds_done" >>"$R/meta"
 at_distance 0
+
+# ---------------------------------------------------------------- TLS
+# zklock over TLS (zklock.ssl): a second ensemble that serves only a secure
+# client port (client certificates required, the x509 identity), and a
+# cluster "pgtls" whose backends present a client certificate.  The plain
+# and the TLS form alternate over TLS_ROUNDS rounds: the uncontended cycle,
+# and the cron-job pattern (a new session each sample: the handshake shows).
+TLS_ROUNDS=2
+tls_rounds_done=0
+say "starting a TLS-only 3-server ensemble and cluster \"pgtls\""
+TLS_HOSTS=$(perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" start --servers 3 \
+	--dir "$W/tls-ensemble" --tls "$W/certs" --conf forceSync=yes --conf maxClientCnxns=0) ||
+	TLS_HOSTS=""
+if [ -n "$TLS_HOSTS" ]; then
+	# the backends' copies: owned by postgres, the key 0600 (as for ssl_key_file)
+	mkdir -p "$W/pgcerts"
+	cp "$W/certs/ca.pem" "$W/certs/a.crt" "$W/certs/a.key" "$W/pgcerts/"
+	chown -R postgres "$W/pgcerts"
+	chmod 600 "$W/pgcerts/a.key"
+	TLS_PORT=$(free_port)
+	start_cluster pgtls "$TLS_PORT" "zklock.hosts = '$TLS_HOSTS'
+zklock.ssl = on
+zklock.ssl_ca_file = '$W/pgcerts/ca.pem'
+zklock.ssl_cert_file = '$W/pgcerts/a.crt'
+zklock.ssl_key_file = '$W/pgcerts/a.key'" || TLS_HOSTS=""
+fi
+if [ -n "$TLS_HOSTS" ]; then
+	CI_TLS="host=127.0.0.1 port=$TLS_PORT user=postgres dbname=postgres"
+	r=1
+	while [ $r -le $TLS_ROUNDS ]; do
+		for who in $(rotate $((r - 1)) zklock zklock-tls); do
+			run_one cycle "$who" "t$r"
+			run_one cron "$who" "t$r"
+		done
+		tls_rounds_done=$r
+		r=$((r + 1))
+	done
+else
+	say "TLS: the ensemble or the cluster did not start: no TLS rows"
+fi
+echo "tls_rounds_done=$tls_rounds_done" >>"$R/meta"
 
 
 # ---------------------------------------------------------------- herd

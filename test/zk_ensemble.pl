@@ -15,7 +15,9 @@
 #       SIGKILL one server / start it again and wait until it serves
 #
 # Options for start: --tick-time MS, --conf key=value (repeatable),
-# --jvm-opts '...'.
+# --jvm-opts '...', --tls CERTDIR (the servers serve only a secure client
+# port, with the certificates ZkCerts.pm makes in CERTDIR: ca.pem,
+# server.pem, and client identities a.crt/a.key, b.crt/b.key, ...).
 
 use strict;
 use warnings;
@@ -25,12 +27,13 @@ use FindBin;
 use Getopt::Long qw(GetOptionsFromArray);
 use lib File::Spec->catdir($FindBin::RealBin, 'perl');
 
+use ZkCerts;
 use ZkEnsemble;
 
 sub usage
 {
 	print STDERR <<"EOF";
-usage: $0 start --dir DIR [--servers 1|3] [--tick-time MS] [--conf k=v]... [--jvm-opts OPTS]
+usage: $0 start --dir DIR [--servers 1|3] [--tick-time MS] [--conf k=v]... [--jvm-opts OPTS] [--tls CERTDIR]
        $0 stop|status --dir DIR
        $0 kill|restart --server I --dir DIR
 EOF
@@ -40,7 +43,7 @@ EOF
 my $cmd = shift @ARGV // usage();
 my %opt = (servers => 3, conf => {});
 GetOptionsFromArray(\@ARGV, \%opt, 'dir=s', 'servers=i', 'tick-time=i',
-	'conf=s%', 'jvm-opts=s', 'server=i')
+	'conf=s%', 'jvm-opts=s', 'server=i', 'tls=s')
   or usage();
 usage() unless defined $opt{dir} && !@ARGV;
 my $state = File::Spec->catfile($opt{dir}, 'ensemble.state');
@@ -59,7 +62,19 @@ if ($cmd eq 'start')
 		die "an ensemble recorded in $state is still running\n"
 		  if grep { $old->is_running($_) } 1 .. $old->server_count;
 	}
+	my $tls;
+	if (defined $opt{tls})
+	{
+		my $certs = ZkCerts->new(dir => $opt{tls});
+		my $a     = $certs->client('a');
+		$tls = {
+			keystore    => $certs->file('server.pem'),
+			truststore  => $certs->file('ca.pem'),
+			client_cert => $a->{cert},
+			client_key  => $a->{key} };
+	}
 	my $zk = ZkEnsemble->new(
+		($tls ? (tls => $tls) : ()),
 		servers    => $opt{servers},
 		basedir    => $opt{dir},
 		extra_conf => $opt{conf},

@@ -486,6 +486,7 @@ sub save_state
 		n         => $self->{n},
 		basedir   => $self->{basedir},
 		tick_time => $self->{tick_time},
+		($self->{tls} ? (tls => $self->{tls}) : ()),
 		servers   => [
 			map {
 				my $s = $_;
@@ -511,6 +512,7 @@ sub attach
 		n             => $state->{n},
 		basedir       => $state->{basedir},
 		tick_time     => $state->{tick_time},
+		tls           => $state->{tls},
 		start_timeout => 60,
 		owner_pid     => $$,
 		detached      => 1,    # never stopped implicitly

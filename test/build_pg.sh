@@ -42,27 +42,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-step=""
-fail() {
-	echo "build_pg.sh: PostgreSQL $major: step \"$step\" failed${1:+: $1}" >&2
-	[ -n "${log:-}" ] && [ -f "$log" ] && {
-		echo "build_pg.sh: last lines of $log:" >&2
-		tail -n 30 "$log" >&2
-	}
-	exit 1
-}
-# run SECONDS STEP COMMAND...: one bounded step, its output in $log
-run() {
-	limit=$1
-	step=$2
-	shift 2
-	echo "build_pg.sh: $step" >&2
-	rc=0
-	timeout "$limit" "$@" >>"$log" 2>&1 || rc=$?
-	[ "$rc" -eq 124 ] && fail "timed out after $limit s"
-	[ "$rc" -ne 0 ] && fail "exit code $rc"
-	return 0
-}
+me=build_pg.sh
+what="PostgreSQL $major"
+. "$(cd "$(dirname "$0")" && pwd)/build_steps.sh"
 
 src="$cache/src/$major"
 apt="$cache/apt"

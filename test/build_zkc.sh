@@ -39,27 +39,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-step=""
-fail() {
-	echo "build_zkc.sh: step \"$step\" failed${1:+: $1}" >&2
-	[ -n "${log:-}" ] && [ -f "$log" ] && {
-		echo "build_zkc.sh: last lines of $log:" >&2
-		tail -n 30 "$log" >&2
-	}
-	exit 1
-}
-# run SECONDS STEP COMMAND...: one bounded step, its output in $log
-run() {
-	limit=$1
-	step=$2
-	shift 2
-	echo "build_zkc.sh: $step" >&2
-	rc=0
-	timeout "$limit" "$@" >>"$log" 2>&1 || rc=$?
-	[ "$rc" -eq 124 ] && fail "timed out after $limit s"
-	[ "$rc" -ne 0 ] && fail "exit code $rc"
-	return 0
-}
+me=build_zkc.sh
+what=""
+. "$(cd "$(dirname "$0")" && pwd)/build_steps.sh"
 
 src="$cache/zkc-src"
 apt="$src/apt"

@@ -43,7 +43,7 @@ SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
 PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H \
 	-DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.
-with_llvm = no
+override with_llvm = no
 
 # pg_regress suites, run against a temporary instance configured by
 # test/run_regress.sh with a one-server ensemble.

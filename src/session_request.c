@@ -816,6 +816,8 @@ session_raise_rc(ZklOpKind kind, int rc, const char *path)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg(zkl_req_messages[kind].denied, path),
 					 errdetail_internal("%s", zerror(rc)),
+					 zkl_sess_tls_has_identity() ?
+					 errhint("The node belongs to another ZooKeeper identity: check the certificate in zklock.ssl_cert_file and zklock.root.") :
 					 errhint("The node belongs to another ZooKeeper identity: check zklock.auth and zklock.root.")));
 			break;
 		default:

@@ -126,7 +126,7 @@ $west->append_conf('postgresql.conf', "zklock.ssl_cert_file = '$b->{cert}'\n"
 	  . "zklock.ssl_key_file = '$b->{key}'\n");
 $west->reload;
 ($ret, $stdout, $stderr) = $west->psql('postgres', "SELECT zk_lock('tls')");
-like($stderr, qr/ZooKeeper denied the create request for "\/zklock\/tls\//,
+like($stderr, qr/ERROR:  permission denied to create ZooKeeper node "\/zklock\/tls\//,
 	'after a reload, a new session is identity b, which a\'s directory refuses');
 $west->append_conf('postgresql.conf', "zklock.ssl_cert_file = 'zk-client.crt'\n"
 	  . "zklock.ssl_key_file = 'zk-client.key'\n");

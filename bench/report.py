@@ -177,7 +177,8 @@ emit("machine:  %s CPUs (%s), %.1f GiB RAM, %s, %s" % (
     ncpu, meta.get("cpu", "?"), mem_gib, meta.get("kernel", "?"), meta.get("os", "?")))
 emit("software: %s; ZooKeeper %s, 3 servers on 127.0.0.1, forceSync=yes;" % (
     meta.get("pg", "?").replace("postgres (PostgreSQL) ", "PostgreSQL "), meta.get("zk", "?")))
-emit("          Curator %s on %s; kazoo %s on %s; ZooKeeper C client 3.8 (libzookeeper_mt)" % (
+emit("          Curator %s on %s; kazoo %s on %s; ZooKeeper C client 3.8.0 (zklock: built with"
+     " OpenSSL by make deps and linked in; the floor: Debian's libzookeeper_mt)" % (
     meta.get("curator", "?"), meta.get("java", "?").replace('"', ""),
     meta.get("kazoo", "?"), meta.get("python", "?")))
 emit("run:      %s of %s rounds, every contender once per figure per round, order rotated;"

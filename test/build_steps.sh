@@ -2,6 +2,12 @@
 # with their output in one log.  The sourcing script sets $me (its name for
 # messages), $what (what it builds, for the failure line) and $log.
 
+# Run from make deps, a build inherits make's MAKELEVEL and MAKEFLAGS; then
+# PostgreSQL's makefiles take themselves for a sub-make and skip generating
+# their headers (utils/errcodes.h missing in src/common).  Build as from a
+# shell.
+unset MAKELEVEL MAKEFLAGS MFLAGS MAKEOVERRIDES GNUMAKEFLAGS
+
 step=""
 # fail [REASON]: the step that failed, and the last lines of the log
 fail() {

@@ -146,7 +146,7 @@ engine_check_acl(ZklContender *c)
 		return;
 	rc = zkl_session_answer(c->acl);
 	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
-		zkl_session_raise(c->acl, "get ACL", c->dir);
+		zkl_session_raise(c->acl, c->dir);
 	problem = rc == ZKL_RC_OK ? zkl_session_op_acl_problem(c->acl) : NULL;
 	engine_drop(&c->acl);
 	if (problem != NULL)
@@ -191,7 +191,7 @@ engine_enqueue(ZklContender *c)
 		return engine_lost(c, rc);
 	}
 	if (rc != ZKL_RC_OK)
-		zkl_session_raise(c->create, "create", path);
+		zkl_session_raise(c->create, path);
 	c->node = zkl_session_op_take_node(c->create, &c->token);
 	engine_drop(&c->create);
 	engine_check_acl(c);
@@ -228,7 +228,7 @@ engine_send_dirs(const char *dir, ZklOp **ops, int *nops)
 							   dir),
 					 errhint("Create the chroot with a ZooKeeper client, or remove it from zklock.hosts.")));
 		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
-			zkl_session_raise(ops[i], "create", dir);
+			zkl_session_raise(ops[i], dir);
 	}
 }
 
@@ -327,7 +327,7 @@ engine_order_ties(ZklContender *c, ZklQueue *q)
 		if (rc == ZKL_RC_NO_NODE)
 			continue;
 		if (rc != ZKL_RC_OK)
-			zkl_session_raise(c->stats[i], "stat", c->dir);
+			zkl_session_raise(c->stats[i], c->dir);
 		if (c->stats[i])
 			(void) zkl_session_op_owned(c->stats[i], &q->kids[i].czxid);
 		q->kids[keep++] = q->kids[i];
@@ -396,7 +396,7 @@ engine_decide(ZklContender *c)
 	if (rc == ZKL_RC_NO_NODE)
 		engine_raise_vanished(c);	/* our node's directory is gone: so is it */
 	if (rc != ZKL_RC_OK)
-		zkl_session_raise(c->list, "list", c->dir);
+		zkl_session_raise(c->list, c->dir);
 
 	c->session_lost = 0;
 	MemoryContextReset(c->listing_cxt);
@@ -469,7 +469,7 @@ engine_watch(ZklContender *c)
 	rc = zkl_session_answer(c->watch);
 	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE &&
 		rc != ZKL_RC_CONNECTION_LOST && rc != ZKL_RC_SESSION_LOST)
-		zkl_session_raise(c->watch, "watch", c->watched);
+		zkl_session_raise(c->watch, c->watched);
 	engine_drop(&c->watch);
 	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
 		return engine_lost(c, rc);
@@ -761,7 +761,7 @@ engine_read_into(ZklQueueRead *r, const char *const *dirs, int ndirs,
 		int			m;
 
 		if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
-			zkl_session_raise(r->lists[d], "list", dirs[d]);
+			zkl_session_raise(r->lists[d], dirs[d]);
 		m = rc == ZKL_RC_OK ? zkl_session_op_children(r->lists[d], &names) : 0;
 		e = e ? repalloc(e, sizeof(ZklQueueEntry) * (n + m + 1))
 			: palloc(sizeof(ZklQueueEntry) * (m + 1));
@@ -785,7 +785,7 @@ engine_read_into(ZklQueueRead *r, const char *const *dirs, int ndirs,
 		if (rc == ZKL_RC_NO_NODE)
 			continue;
 		if (rc != ZKL_RC_OK)
-			zkl_session_raise(r->gets[i], "get", e[i].dir);
+			zkl_session_raise(r->gets[i], e[i].dir);
 		e[i].data = pstrdup(zkl_session_op_data(r->gets[i], &e[i].czxid));
 		e[kept++] = e[i];
 	}

@@ -101,8 +101,7 @@ extern const char *zkl_session_op_data(ZklOp *op, int64 *czxid);
 extern bool zkl_session_op_owned(ZklOp *op, int64 *czxid);
 extern char *zkl_session_op_acl_problem(ZklOp *op);
 extern void zkl_session_op_free(ZklOp *op);
-pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *what,
-										 const char *path);
+pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *path);
 
 extern void zkl_session_adopt_node(const char *path);
 extern void zkl_session_release(const char *path);

@@ -830,14 +830,10 @@ session_raise_rc(ZklOpKind kind, int rc, const char *path)
 			 errdetail_internal("%s", zerror(rc))));
 }
 
-/*
- * Raise the error for a failed request.  The op's kind says what the
- * request was for; what, the caller's word for it, adds nothing to that.
- */
+/* Raise the error for a failed request; the op's kind says what it was for. */
 void
-zkl_session_raise(ZklOp *op, const char *what, const char *path)
+zkl_session_raise(ZklOp *op, const char *path)
 {
-	(void) what;
 	session_raise_rc(op->kind, op->rc, path);
 }
 

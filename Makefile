@@ -23,7 +23,7 @@ OBJS = src/deadlock.o src/engine.o src/guc.o src/lockset.o src/names.o src/owner
 	src/session_request.o src/session_state.o src/session_sync.o src/session_tls.o \
 	src/session_wait.o src/sql_api.o src/zklock.o
 
-DATA = zklock--1.0.sql zklock--1.0--1.1.sql
+DATA = zklock--1.0.sql zklock--1.0--1.1.sql zklock--1.1--1.2.sql
 PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 
 # MODULE_big, not MODULES: PGXS ignores SHLIB_LINK for MODULES.  The
@@ -47,7 +47,7 @@ override with_llvm = no
 
 # pg_regress suites, run against a temporary instance configured by
 # test/run_regress.sh with a one-server ensemble.
-REGRESS = zklock_api zklock_scopes zklock_errors zklock_parity zklock_upgrade
+REGRESS = zklock_api zklock_scopes zklock_errors zklock_parity zklock_sets zklock_upgrade
 
 pg_config_of = $(if $(filter 15,$(1)),/usr/lib/postgresql/15/bin/pg_config,$(ZKLOCK_PG_CACHE)/pg/$(1)/bin/pg_config)
 ifneq ($(PG),)

@@ -52,8 +52,6 @@
 
 /* Bound on re-creating a directory that the server keeps removing. */
 #define ZKL_DIR_ATTEMPTS 5
-/* Deepest directory the engine creates parents for. */
-#define ZKL_DIR_MAX_DEPTH 64
 /* Answers "session lost" taken for a session that may yet answer. */
 #define ZKL_SESSION_LOST_ROUNDS 3
 
@@ -162,22 +160,26 @@ engine_check_acl(ZklContender *c)
 				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity in zklock.auth.")));
 }
 
-/* Send our create and the listing without waiting in between. */
-static ZklContenderState
-engine_enqueue(ZklContender *c)
+/* Send our create and the listing (and the ACL) without waiting. */
+static void
+engine_send(ZklContender *c)
 {
 	char		uuid[ZKL_UUID_LEN + 1];
-	char	   *path;
-	ZklRc		rc;
 
 	zkl_session_next_uuid(uuid);
 	c->prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
-	path = psprintf("%s/%s%s%s", c->dir, ZKL_PROTECT_PREFIX, uuid, c->infix);
-	c->create = zkl_session_create_node(path, c->data, c->dir, c->prefix);
+	c->path = psprintf("%s/%s%s%s", c->dir, ZKL_PROTECT_PREFIX, uuid, c->infix);
+	c->create = zkl_session_create_node(c->path, c->data, c->dir, c->prefix);
 	c->list = zkl_session_children(c->dir);
 	c->acl = zkl_session_get_acl(c->dir);
+}
 
-	rc = zkl_session_answer(c->create);
+/* Read the create's answer; the listing's is read when deciding. */
+static ZklContenderState
+engine_enqueued(ZklContender *c)
+{
+	ZklRc		rc = zkl_session_answer(c->create);
+
 	if (rc == ZKL_RC_NO_NODE)
 	{
 		engine_drop(&c->create);
@@ -191,79 +193,137 @@ engine_enqueue(ZklContender *c)
 		return engine_lost(c, rc);
 	}
 	if (rc != ZKL_RC_OK)
-		zkl_session_raise(c->create, path);
+		zkl_session_raise(c->create, c->path);
 	c->node = zkl_session_op_take_node(c->create, &c->token);
 	engine_drop(&c->create);
 	engine_check_acl(c);
 	return CS_DECIDE;
 }
 
+static ZklContenderState
+engine_enqueue(ZklContender *c)
+{
+	engine_send(c);
+	return engine_enqueued(c);
+}
+
+/* One create of a directory, and the directory it was sent for. */
+typedef struct ZklDirOp
+{
+	ZklOp	   *op;
+	const char *dir;
+	bool		top;			/* directly under the chroot */
+} ZklDirOp;
+
 /*
- * Create a directory and the ones above it, all in one pipeline:
+ * Send the creates of a directory and the ones above it into ops (room
+ * for engine_dir_depth of them):
  * persistent ones down to zklock.root, containers (removed by the server
- * once empty) below it; every answer read.
+ * once empty) below it.
  */
 static void
-engine_send_dirs(const char *dir, ZklOp **ops, int *nops)
+engine_send_dirs(const char *dir, ZklDirOp *ops, int *nops)
 {
 	const char *p = dir;
 	size_t		rootlen = strlen(zkl_root);
+	bool		top = true;
 
-	while ((p = strchr(p + 1, '/')) != NULL && *nops < ZKL_DIR_MAX_DEPTH - 1)
-		ops[(*nops)++] = zkl_session_create_dir(pnstrdup(dir, p - dir),
-												(size_t) (p - dir) > rootlen);
-	ops[(*nops)++] = zkl_session_create_dir(dir, true);
-
-	for (int i = 0; i < *nops; i++)
+	while ((p = strchr(p + 1, '/')) != NULL)
 	{
-		ZklRc		rc = zkl_session_answer(ops[i]);
+		ops[*nops].dir = dir;
+		ops[*nops].top = top;
+		ops[(*nops)++].op = zkl_session_create_dir(pnstrdup(dir, p - dir),
+												   (size_t) (p - dir) > rootlen);
+		top = false;
+	}
+	ops[*nops].dir = dir;
+	ops[*nops].top = top;
+	ops[(*nops)++].op = zkl_session_create_dir(dir, true);
+}
+
+/* Read every answer of ops; raise on the first that failed. */
+static void
+engine_read_dirs(ZklDirOp *ops, int nops)
+{
+	for (int i = 0; i < nops; i++)
+	{
+		ZklRc		rc = zkl_session_answer(ops[i].op);
 
 		/* A top-level directory has no parent to miss but the chroot. */
-		if (i == 0 && rc == ZKL_RC_NO_NODE && zkl_guc_chroot() != NULL)
+		if (ops[i].top && rc == ZKL_RC_NO_NODE && zkl_guc_chroot() != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("ZooKeeper chroot \"%s\" of zklock.hosts does not exist",
 							zkl_guc_chroot()),
 					 errdetail("Lock directory \"%s\" would be created under it.",
-							   dir),
+							   ops[i].dir),
 					 errhint("Create the chroot with a ZooKeeper client, or remove it from zklock.hosts.")));
 		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
-			zkl_session_raise(ops[i], dir);
+			zkl_session_raise(ops[i].op, ops[i].dir);
 	}
 }
 
+/* How many directories a directory's path names, itself included. */
+static int
+engine_dir_depth(const char *dir)
+{
+	int			n = 0;
+
+	for (const char *p = dir; *p; p++)
+		n += *p == '/';
+	return n;
+}
+
 /*
- * Our directory is missing: create it and the ones above it.  Bounded,
- * since the server may remove a container again before our node is in it.
+ * The directories of contenders cs[0..m) are missing: create them and
+ * the ones above them, all in one pipeline.  Bounded per contender, since
+ * the server may remove a container again before our node is in it.
  * Every request is let go on every way out.
  */
-static ZklContenderState
-engine_make_dirs(ZklContender *c)
+static void
+engine_make_dirs_of(ZklContender **cs, int m)
 {
-	ZklOp	  **ops = palloc0(sizeof(ZklOp *) * ZKL_DIR_MAX_DEPTH);
+	int			max = 0;
+	ZklDirOp   *ops;
 	int		   *nops = palloc0(sizeof(int));
 
-	engine_drop(&c->list);
-	engine_drop(&c->acl);
-	if (++c->dir_attempts > ZKL_DIR_ATTEMPTS)
-		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 c->semaphore ?
-				 errmsg("could not create ZooKeeper lease directory \"%s\"",
-						c->dir) :
-				 errmsg("could not create ZooKeeper lock directory \"%s\"",
-						c->dir),
-				 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
+	for (int k = 0; k < m; k++)
+	{
+		ZklContender *c = cs[k];
+
+		engine_drop(&c->list);
+		engine_drop(&c->acl);
+		if (++c->dir_attempts > ZKL_DIR_ATTEMPTS)
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 c->semaphore ?
+					 errmsg("could not create ZooKeeper lease directory \"%s\"",
+							c->dir) :
+					 errmsg("could not create ZooKeeper lock directory \"%s\"",
+							c->dir),
+					 errdetail("It was removed again %d times.", ZKL_DIR_ATTEMPTS)));
+		max += engine_dir_depth(c->dir);
+	}
+	ops = palloc0(sizeof(ZklDirOp) * Max(max, 1));
 	PG_TRY();
 	{
-		engine_send_dirs(c->dir, ops, nops);
+		for (int k = 0; k < m; k++)
+			engine_send_dirs(cs[k]->dir, ops, nops);
+		engine_read_dirs(ops, *nops);
 	}
 	PG_FINALLY();
 	{
 		for (int i = 0; i < *nops; i++)
-			zkl_session_op_free(ops[i]);
+			zkl_session_op_free(ops[i].op);
 	}
 	PG_END_TRY();
+}
+
+/* Our directory is missing: create it and the ones above it. */
+static ZklContenderState
+engine_make_dirs(ZklContender *c)
+{
+	engine_make_dirs_of(&c, 1);
 	return CS_ENQUEUE;
 }
 
@@ -676,54 +736,25 @@ engine_give_up(ZklContender *c)
 	c->node = NULL;
 }
 
-/*
- * Run one acquisition.  Returns ZKL_ACQUIRED with c->node and c->token
- * (the node's czxid, the fencing token) once held, ZKL_TIMED_OUT when the
- * deadline passed first; raises on ZooKeeper errors and interrupts.  On
- * every way out but ZKL_ACQUIRED nothing is left behind; on ZKL_ACQUIRED
- * only the node (a child watch is removed, it would only wake us).
- */
-ZklAcquire
-zkl_engine_run(ZklContender *c)
+/* A set's contender gives up its place, to enqueue afresh later. */
+static void
+engine_restart(ZklContender *c)
 {
-	volatile ZklContenderState state = CS_ENQUEUE;
-	MemoryContext outer = CurrentMemoryContext;
+	engine_give_up(c);
+	if (c->watched)
+		pfree(c->watched);
+	c->watched = NULL;
+	c->child_watch = false;
+	c->handoff = false;
+	c->dir_attempts = 0;
+	c->session_lost = 0;
+	c->token = 0;
+}
 
-	c->epoch = zkl_session_epoch();
-	c->listing_cxt = AllocSetContextCreate(outer,
-										   "zklock listing",
-										   ALLOCSET_SMALL_SIZES);
-	zkl_deadlock_wait_start(&c->dl);
-
-	PG_TRY();
-	{
-		while (state != CS_HELD && state != CS_TIMED_OUT)
-			state = engine_step(c, state);
-		/*
-		 * Granted: before returning the token, make sure the lease covers
-		 * the node (a wait can outlast it when the ensemble stalls).
-		 */
-		if (state == CS_HELD &&
-			zkl_session_prove(c->epoch, c->node, 0) != ZKL_HEALTH_HELD)
-			engine_raise_expired(c);
-	}
-	PG_CATCH();
-	{
-		/* an error while a listing was parsed left us in its context */
-		MemoryContextSwitchTo(outer);
-		engine_give_up(c);
-		MemoryContextDelete(c->listing_cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-
-	MemoryContextDelete(c->listing_cxt);
-	c->listing_cxt = NULL;
-	if (state == CS_TIMED_OUT)
-	{
-		engine_give_up(c);
-		return ZKL_TIMED_OUT;
-	}
+/* Granted: end what only the wait needed (a child watch would only wake us). */
+static void
+engine_granted(ZklContender *c)
+{
 	zkl_deadlock_wait_end(&c->dl);
 	if (c->child_watch)
 		zkl_session_unwatch_children(c->dir);
@@ -731,7 +762,172 @@ zkl_engine_run(ZklContender *c)
 	if (c->watched)
 		pfree(c->watched);
 	c->watched = NULL;
+}
+
+/* The one order of a set: by directory path, bytewise. */
+static int
+engine_cmp_dirs(const void *a, const void *b)
+{
+	return strcmp((*(ZklContender *const *) a)->dir,
+				  (*(ZklContender *const *) b)->dir);
+}
+
+/* Whether a contender has come as far as it can without waiting. */
+static bool
+engine_settled(ZklContenderState st)
+{
+	return st == CS_HELD || st == CS_TIMED_OUT || st == CS_WATCH ||
+		st == CS_WAIT;
+}
+
+/*
+ * Enqueue contenders cs[0..m): every create and listing in one pipeline
+ * (missing directories made in one more, and their creates sent again in
+ * a third), then each decided in turn, as far as it comes without
+ * waiting: held, blocked, or blocked past the deadline.
+ */
+static void
+engine_enqueue_all(ZklContender **cs, int m, ZklContenderState *st)
+{
+	ZklContender **missing = palloc(sizeof(ZklContender *) * m);
+	int		   *at = palloc(sizeof(int) * m);
+
+	for (int k = 0; k < m; k++)
+		engine_send(cs[k]);
+	for (int k = 0; k < m; k++)
+		st[k] = engine_enqueued(cs[k]);
+	for (;;)
+	{
+		int			nmissing = 0;
+
+		for (int k = 0; k < m; k++)
+			if (st[k] == CS_MAKE_DIRS)
+			{
+				at[nmissing] = k;
+				missing[nmissing++] = cs[k];
+			}
+		if (nmissing == 0)
+			break;
+		engine_make_dirs_of(missing, nmissing);
+		for (int k = 0; k < nmissing; k++)
+			engine_send(missing[k]);
+		for (int k = 0; k < nmissing; k++)
+			st[at[k]] = engine_enqueued(missing[k]);
+	}
+	for (int k = 0; k < m; k++)
+		while (!engine_settled(st[k]))
+			st[k] = engine_step(cs[k], st[k]);
+	pfree(missing);
+	pfree(at);
+}
+
+/*
+ * Run the acquisitions of cs[0..n) as one: all or nothing.  Returns
+ * ZKL_ACQUIRED with every cs[i].node and .token (the node's czxid, the
+ * fencing token) once all are held, ZKL_TIMED_OUT when the deadline
+ * passed first; raises on ZooKeeper errors and interrupts.  On every way
+ * out but ZKL_ACQUIRED nothing is left behind; on ZKL_ACQUIRED only the
+ * nodes.  The directories must differ.
+ *
+ * The set enqueues everywhere at once, so that a free set costs one round
+ * trip.  Where it is blocked, it waits in one queue only: the first that
+ * blocks it in the order of directory paths, holding only what comes
+ * before it in that order, after giving up its place in every later queue
+ * (held or not); once granted there, it enqueues in the later queues
+ * afresh.  Sets that wait only so can never wait for each other in a
+ * cycle: every wait points along the order, or to a node ahead in the
+ * same queue.  A wait lasts as a single lock's would, with its deadlock
+ * search: mixed with single locks, cycles remain possible and are found.
+ */
+ZklAcquire
+zkl_engine_run_set(ZklContender *cs, int n)
+{
+	ZklContender **order = palloc(sizeof(ZklContender *) * n);
+	ZklContenderState *st = palloc0(sizeof(ZklContenderState) * n);
+	MemoryContext outer = CurrentMemoryContext;
+	MemoryContext listing = AllocSetContextCreate(outer, "zklock listing",
+												  ALLOCSET_SMALL_SIZES);
+	uint64		epoch = zkl_session_epoch();
+	volatile bool timed_out = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		order[i] = &cs[i];
+		cs[i].epoch = epoch;
+		cs[i].listing_cxt = listing;	/* reset for every listing of any */
+	}
+	qsort(order, n, sizeof(ZklContender *), engine_cmp_dirs);
+
+	PG_TRY();
+	{
+		int			held = 0;
+
+		while (held < n && !timed_out)
+		{
+			ZklContender *c;
+
+			engine_enqueue_all(order + held, n - held, st + held);
+			while (held < n && st[held] == CS_HELD)
+				engine_granted(order[held++]);
+			if (held == n)
+				break;
+			/* Wait in this queue, with no place in any later one. */
+			for (int k = held + 1; k < n; k++)
+				engine_restart(order[k]);
+			c = order[held];
+			zkl_deadlock_wait_start(&c->dl);
+			while (st[held] != CS_HELD && st[held] != CS_TIMED_OUT)
+				st[held] = engine_step(c, st[held]);
+			if (st[held] == CS_TIMED_OUT)
+				timed_out = true;
+			else
+				engine_granted(order[held++]);
+		}
+		if (timed_out)
+			order[held]->timed_out = true;
+
+		/*
+		 * Granted: before returning the tokens, make sure the lease covers
+		 * the nodes (a wait can outlast it when the ensemble stalls).
+		 */
+		for (int i = 0; i < n && !timed_out; i++)
+			if (zkl_session_prove(cs[i].epoch, cs[i].node, 0) != ZKL_HEALTH_HELD)
+				engine_raise_expired(&cs[i]);
+	}
+	PG_CATCH();
+	{
+		/* an error while a listing was parsed left us in its context */
+		MemoryContextSwitchTo(outer);
+		for (int i = 0; i < n; i++)
+			engine_give_up(&cs[i]);
+		MemoryContextDelete(listing);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	MemoryContextDelete(listing);
+	for (int i = 0; i < n; i++)
+		cs[i].listing_cxt = NULL;
+	pfree(order);
+	pfree(st);
+	if (timed_out)
+	{
+		for (int i = 0; i < n; i++)
+			engine_give_up(&cs[i]);
+		return ZKL_TIMED_OUT;
+	}
 	return ZKL_ACQUIRED;
+}
+
+/*
+ * Run one acquisition: a set of one.  Returns ZKL_ACQUIRED with c->node
+ * and c->token once held, ZKL_TIMED_OUT when the deadline passed first;
+ * raises on ZooKeeper errors and interrupts, leaving nothing behind.
+ */
+ZklAcquire
+zkl_engine_run(ZklContender *c)
+{
+	return zkl_engine_run_set(c, 1);
 }
 
 /* The listings, then every child's data, each in one pipeline. */

@@ -97,13 +97,16 @@ struct ZklContender
 								 * (the semaphore's mutex), or NULL */
 	TimestampTz deadline;		/* 0: wait for ever */
 
-	/* the outcome, on ZKL_ACQUIRED */
+	/* the outcome: node and token on ZKL_ACQUIRED; else whether it was
+	 * this contender's wait that passed the deadline */
 	char	   *node;
 	int64		token;
+	bool		timed_out;
 
 	/* the engine's own */
 	uint64		epoch;			/* the session the acquisition started in */
 	char	   *prefix;			/* "_c_<uuid>-" of the current create */
+	char	   *path;			/* the path the current create asked for */
 	int			dir_attempts;
 	int			session_lost;	/* answers "session lost" since the last listing */
 	MemoryContext listing_cxt;	/* reset for every listing */
@@ -132,6 +135,7 @@ typedef struct ZklQueueEntry
 } ZklQueueEntry;
 
 extern ZklAcquire zkl_engine_run(ZklContender *c);
+extern ZklAcquire zkl_engine_run_set(ZklContender *cs, int n);
 extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir,
 										   const char *display,
 										   const char *data,

@@ -114,6 +114,10 @@ static void lockset_await_releases(ZklReleaseAt at);
 static bool lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 						 int max_leases, bool xact, int64 timeout_ms,
 						 int64 *token);
+static bool lockset_take_set(const ZklName *names, ZklLockKey *keys,
+							 const int *fresh, int nfresh, bool shared,
+							 bool xact, int64 timeout_ms, ZklLock **held,
+							 int *blocked);
 static void lockset_xact_callback(XactEvent event, void *arg);
 static void lockset_subxact_callback(SubXactEvent event,
 									 SubTransactionId mySubid,
@@ -372,6 +376,55 @@ lockset_reserve_xact_hold(ZklLock *lock)
 }
 
 /*
+ * Enter a new lock, then allocate everything it needs (*slot is set
+ * first, so that lockset_discard can take back whatever was done).
+ */
+static void
+lockset_new(ZklLock **slot, ZklLockKey *key, const char *name,
+			const char *dir)
+{
+	ZklLock    *lock = hash_search(zkl_locks, key, HASH_ENTER, NULL);
+
+	memset(((char *) lock) + sizeof(ZklLockKey), 0,
+		   sizeof(ZklLock) - sizeof(ZklLockKey));
+	*slot = lock;
+	lock->node = MemoryContextAllocZero(zkl_lock_cxt, strlen(dir) + 128);
+	lock->name = MemoryContextStrdup(zkl_lock_cxt, name);
+	lockset_reserve_xact_hold(lock);
+}
+
+/* Take back a new lock whose recipe failed or timed out; never raises. */
+static void
+lockset_discard(ZklLock *lock)
+{
+	if (lock->node)
+		pfree(lock->node);
+	if (lock->name)
+		pfree(lock->name);
+	if (lock->xact)
+		pfree(lock->xact);
+	hash_search(zkl_locks, &lock->key, HASH_REMOVE, NULL);
+}
+
+/*
+ * Record the node of a new lock of directory dir (lockset_new sized the
+ * path for it) with one hold in the given scope; allocates nothing.
+ */
+static void
+lockset_record(ZklLock *lock, const char *dir, const char *node, int64 token,
+			   bool xact)
+{
+	strlcpy(lock->node, node, strlen(dir) + 128);
+	lock->token = token;
+	lock->acquired_at = GetCurrentTimestamp();
+	lock->epoch = zkl_recipe_epoch();
+	if (xact)
+		lockset_add_xact_hold(lock);
+	else
+		lock->session_holds = 1;
+}
+
+/*
  * Enter a new lock with everything it needs allocated, then run the
  * recipe; the entry goes again if the recipe fails or times out.  Returns
  * the entry, or NULL on timeout.
@@ -380,16 +433,12 @@ static ZklLock *
 lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
 			  int max_leases, TimestampTz deadline, char **node, int64 *token)
 {
-	ZklLock    *lock = hash_search(zkl_locks, key, HASH_ENTER, NULL);
+	ZklLock    *volatile lock = NULL;
 	volatile ZklAcquire got = ZKL_TIMED_OUT;
 
-	memset(((char *) lock) + sizeof(ZklLockKey), 0,
-		   sizeof(ZklLock) - sizeof(ZklLockKey));
 	PG_TRY();
 	{
-		lock->node = MemoryContextAllocZero(zkl_lock_cxt, strlen(dir) + 128);
-		lock->name = MemoryContextStrdup(zkl_lock_cxt, name);
-		lockset_reserve_xact_hold(lock);
+		lockset_new((ZklLock **) &lock, key, name, dir);
 		if (max_leases > 0)
 			got = zkl_recipe_lease(dir, name, max_leases,
 								   lockset_owner_json(max_leases), deadline,
@@ -400,16 +449,8 @@ lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
 	}
 	PG_FINALLY();
 	{
-		if (got != ZKL_ACQUIRED)
-		{
-			if (lock->node)
-				pfree(lock->node);
-			if (lock->name)
-				pfree(lock->name);
-			if (lock->xact)
-				pfree(lock->xact);
-			hash_search(zkl_locks, key, HASH_REMOVE, NULL);
-		}
+		if (got != ZKL_ACQUIRED && lock != NULL)
+			lockset_discard(lock);
 	}
 	PG_END_TRY();
 	return got == ZKL_ACQUIRED ? lock : NULL;
@@ -450,6 +491,130 @@ zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 }
 
 /*
+ * Take one hold of each of names[0..n) in one mode and scope, as one: all
+ * or nothing.  A name given twice counts once.  Names held already only
+ * gain a hold, once the lease vouches for them; the others are acquired
+ * together by the recipe, which may wait in their queues one at a time
+ * but holds none of them unless it holds all.  tokens[i] is the token of
+ * names[i].  timeout_ms < 0 waits for ever.  Returns false when the
+ * timeout passed first, with *blocked the index of a name not granted and
+ * nothing taken.
+ */
+bool
+zkl_lockset_acquire_set(const ZklName *names, int n, bool shared, bool xact,
+						int64 timeout_ms, int64 *tokens, int *blocked)
+{
+	ZklLockKey *keys = palloc(sizeof(ZklLockKey) * n);
+	int		   *first = palloc(sizeof(int) * n);	/* first of the same name */
+	ZklLock   **held = palloc0(sizeof(ZklLock *) * n);
+	bool	   *is_fresh = palloc0(sizeof(bool) * n);
+	int		   *fresh = palloc(sizeof(int) * n);	/* names to acquire */
+	int			nfresh = 0;
+
+	lockset_init();
+	lockset_check_losses(false, false);
+	for (int i = 0; i < n; i++)
+	{
+		lockset_key(&keys[i], &names[i], shared);
+		first[i] = i;
+		for (int j = 0; j < i && first[i] == i; j++)
+			if (strcmp(keys[j].component, keys[i].component) == 0)
+				first[i] = j;
+		if (first[i] != i)
+			continue;
+		held[i] = hash_search(zkl_locks, &keys[i], HASH_FIND, NULL);
+		if (held[i] == NULL)
+		{
+			is_fresh[i] = true;
+			fresh[nfresh++] = i;
+			continue;
+		}
+		if (xact)
+			lockset_reserve_xact_hold(held[i]);
+		if (zkl_recipe_prove(held[i]->epoch, held[i]->node) != ZKL_HEALTH_HELD)
+			lockset_raise_lost(held[i]);
+	}
+	if (nfresh > 0 &&
+		!lockset_take_set(names, keys, fresh, nfresh, shared, xact,
+						  timeout_ms, held, blocked))
+		return false;
+
+	/* Nothing can fail from here: every hold was made room for. */
+	for (int i = 0; i < n; i++)
+	{
+		if (first[i] != i || is_fresh[i])
+			continue;
+		if (xact)
+			lockset_add_xact_hold(held[i]);
+		else
+			held[i]->session_holds++;
+	}
+	for (int i = 0; i < n; i++)
+		tokens[i] = held[first[i]]->token;
+	return true;
+}
+
+/*
+ * Acquire names[fresh[0..nfresh)] (none of them held) as one set, and
+ * record each in held[] with one hold in the given scope.  False when the
+ * timeout passed first, with *blocked set and nothing left behind.
+ */
+static bool
+lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
+				 int nfresh, bool shared, bool xact, int64 timeout_ms,
+				 ZklLock **held, int *blocked)
+{
+	const char **dirs = palloc(sizeof(char *) * nfresh);
+	const char **displays = palloc(sizeof(char *) * nfresh);
+	char	  **nodes = palloc0(sizeof(char *) * nfresh);
+	int64	   *tokens = palloc0(sizeof(int64) * nfresh);
+	ZklLock   **locks = palloc0(sizeof(ZklLock *) * nfresh);
+	TimestampTz deadline = 0;
+	volatile ZklAcquire got = ZKL_TIMED_OUT;
+	int			which = 0;
+
+	if (timeout_ms >= 0)
+		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+											   timeout_ms);
+	zkl_recipe_connect();
+	for (int k = 0; k < nfresh; k++)
+	{
+		dirs[k] = zkl_lockset_dir(&names[fresh[k]]);
+		displays[k] = names[fresh[k]].display;
+	}
+	PG_TRY();
+	{
+		for (int k = 0; k < nfresh; k++)
+			lockset_new(&locks[k], &keys[fresh[k]], displays[k], dirs[k]);
+		got = zkl_recipe_acquire_set(nfresh, dirs, displays, shared,
+									 lockset_owner_json(0), deadline, nodes,
+									 tokens, &which);
+	}
+	PG_FINALLY();
+	{
+		if (got != ZKL_ACQUIRED)
+			for (int k = 0; k < nfresh; k++)
+				if (locks[k] != NULL)
+					lockset_discard(locks[k]);
+	}
+	PG_END_TRY();
+	if (got != ZKL_ACQUIRED)
+	{
+		*blocked = fresh[which];
+		/* Our given-up nodes must not block the next try of another client. */
+		zkl_released = true;
+		lockset_await_releases(ZKL_AT_STATEMENT);
+		return false;
+	}
+	for (int k = 0; k < nfresh; k++)
+	{
+		lockset_record(locks[k], dirs[k], nodes[k], tokens[k], xact);
+		held[fresh[k]] = locks[k];
+	}
+	return true;
+}
+
+/*
  * Run the recipe for a new entry of the lock set and record it with one
  * hold in the given scope; false when the timeout passed first.
  */
@@ -477,14 +642,7 @@ lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 		lockset_await_releases(ZKL_AT_STATEMENT);
 		return false;
 	}
-	strlcpy(lock->node, node, strlen(dir) + 128);
-	lock->token = *token;
-	lock->acquired_at = GetCurrentTimestamp();
-	lock->epoch = zkl_recipe_epoch();
-	if (xact)
-		lockset_add_xact_hold(lock);
-	else
-		lock->session_holds = 1;
+	lockset_record(lock, dir, node, *token, xact);
 	return true;
 }
 
@@ -566,15 +724,15 @@ zkl_lockset_release_leases(void)
 }
 
 /*
- * Release one session hold of (name, mode).  Not held, or lost: false and
- * a WARNING, as pg_advisory_unlock does; a lost lock's holds are dropped.
+ * Release one session hold of (name, mode), the release not waited for.
+ * Not held, or lost: false and a WARNING, as pg_advisory_unlock does; a
+ * lost lock's holds are dropped.
  */
-bool
-zkl_lockset_release(const ZklName *name, bool shared)
+static bool
+lockset_release_one(const ZklName *name, bool shared)
 {
 	ZklLockKey	key;
 	ZklLock    *lock = NULL;
-	bool		held = true;
 
 	lockset_key(&key, name, shared);
 	if (zkl_locks != NULL)
@@ -588,14 +746,43 @@ zkl_lockset_release(const ZklName *name, bool shared)
 		return false;
 	}
 	if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
-		held = lockset_end_session_holds(lock);
-	else
-	{
-		lock->session_holds--;
-		lockset_forget_if_unheld(lock);
-	}
+		return lockset_end_session_holds(lock);
+	lock->session_holds--;
+	lockset_forget_if_unheld(lock);
+	return true;
+}
+
+/* Release one session hold of (name, mode); see lockset_release_one. */
+bool
+zkl_lockset_release(const ZklName *name, bool shared)
+{
+	bool		held = lockset_release_one(name, shared);
+
 	lockset_await_releases(ZKL_AT_STATEMENT);
 	return held;
+}
+
+/*
+ * Release one session hold of each of names[0..n) (a name given twice
+ * counts once), all released before it returns; true when every one was
+ * held.
+ */
+bool
+zkl_lockset_release_set(const ZklName *names, int n, bool shared)
+{
+	bool		all = true;
+
+	for (int i = 0; i < n; i++)
+	{
+		bool		again = false;
+
+		for (int j = 0; j < i && !again; j++)
+			again = strcmp(names[j].component, names[i].component) == 0;
+		if (!again)
+			all &= lockset_release_one(&names[i], shared);
+	}
+	lockset_await_releases(ZKL_AT_STATEMENT);
+	return all;
 }
 
 /* Release every session hold of this backend. */

@@ -46,7 +46,11 @@ typedef struct ZklLockRow
 
 extern bool zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 								int64 timeout_ms, int64 *token);
+extern bool zkl_lockset_acquire_set(const ZklName *names, int n, bool shared,
+									bool xact, int64 timeout_ms,
+									int64 *tokens, int *blocked);
 extern bool zkl_lockset_release(const ZklName *name, bool shared);
+extern bool zkl_lockset_release_set(const ZklName *names, int n, bool shared);
 extern bool zkl_lockset_lease(const ZklName *name, int max_leases, bool xact,
 							  int64 timeout_ms, int64 *token);
 extern bool zkl_lockset_release_lease(const ZklName *name, bool by_token,

@@ -18,6 +18,8 @@
 
 /* Longest lock name accepted, in bytes (documented in README.md). */
 #define ZKL_NAME_MAX_BYTES 256
+/* Most locks one call takes or releases as a set. */
+#define ZKL_SET_MAX 1000
 
 /* Room needed for an escaped name: every byte may become "%XX". */
 #define ZKL_ESCAPED_MAX (ZKL_NAME_MAX_BYTES * 3 + 1)

@@ -84,6 +84,49 @@ zkl_recipe_acquire(const char *dir, const char *display, bool shared,
 }
 
 /*
+ * Acquire the locks of directories dirs[0..n) as one (displays: their
+ * names for messages), all shared or all exclusive; the directories must
+ * differ.  Returns ZKL_ACQUIRED with every node path and fencing token
+ * once all are held, ZKL_TIMED_OUT when the deadline passed first (with
+ * *blocked: the index of the lock that was not granted); raises on
+ * ZooKeeper errors and interrupts, leaving nothing behind.
+ */
+ZklAcquire
+zkl_recipe_acquire_set(int n, const char *const *dirs,
+					   const char *const *displays, bool shared,
+					   const char *data, TimestampTz deadline, char **nodes,
+					   int64 *tokens, int *blocked)
+{
+	ZklContender *cs = palloc0(sizeof(ZklContender) * n);
+
+	for (int i = 0; i < n; i++)
+	{
+		cs[i].policy = &lock_policy;
+		cs[i].dir = dirs[i];
+		cs[i].display = displays[i];
+		cs[i].infix = shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix();
+		cs[i].data = data;
+		cs[i].deadline = deadline;
+	}
+	if (zkl_engine_run_set(cs, n) != ZKL_ACQUIRED)
+	{
+		*blocked = 0;
+		for (int i = 0; i < n; i++)
+			if (cs[i].timed_out)
+				*blocked = i;
+		pfree(cs);
+		return ZKL_TIMED_OUT;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		nodes[i] = cs[i].node;
+		tokens[i] = cs[i].token;
+	}
+	pfree(cs);
+	return ZKL_ACQUIRED;
+}
+
+/*
  * The exclusive lock with Curator's InterProcessMutex names ("-lock-")
  * whatever zklock.node_naming says: a semaphore's mutex.
  */

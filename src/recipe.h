@@ -28,6 +28,11 @@ extern ZklAcquire zkl_recipe_acquire(const char *dir, const char *display,
 									 bool shared, const char *data,
 									 TimestampTz deadline, char **node,
 									 int64 *token);
+extern ZklAcquire zkl_recipe_acquire_set(int n, const char *const *dirs,
+										 const char *const *displays,
+										 bool shared, const char *data,
+										 TimestampTz deadline, char **nodes,
+										 int64 *tokens, int *blocked);
 extern ZklAcquire zkl_recipe_lease(const char *dir, const char *display,
 								   int max_leases, const char *data,
 								   TimestampTz deadline, char **node,

@@ -13,6 +13,7 @@
 
 #include <math.h>
 
+#include "catalog/pg_type.h"
 #include "common/string.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -20,6 +21,7 @@
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "mb/pg_wchar.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
@@ -68,28 +70,22 @@ api_key_is_null(FunctionCallInfo fcinfo, ZklApiKey kind)
  * the pair (0, 42).
  */
 static ZklName
-api_name(FunctionCallInfo fcinfo, ZklApiKey kind)
+api_key_name(const char *component)
 {
 	ZklName		name;
-	text	   *t;
-	int			len;
+
+	name.component = component;
+	name.display = component;
+	return name;
+}
+
+static ZklName
+api_text_name(text *t)
+{
+	ZklName		name;
+	int			len = VARSIZE_ANY_EXHDR(t);
 	char	   *escaped;
 
-	if (kind == API_INT8)
-	{
-		name.component = psprintf("key:" INT64_FORMAT, PG_GETARG_INT64(0));
-		name.display = name.component;
-		return name;
-	}
-	if (kind == API_INT4_PAIR)
-	{
-		name.component = psprintf("key:%d:%d", PG_GETARG_INT32(0),
-								  PG_GETARG_INT32(1));
-		name.display = name.component;
-		return name;
-	}
-	t = PG_GETARG_TEXT_PP(0);
-	len = VARSIZE_ANY_EXHDR(t);
 	if (len == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -105,6 +101,61 @@ api_name(FunctionCallInfo fcinfo, ZklApiKey kind)
 	name.display = text_to_cstring(t);
 	name.component = escaped;
 	return name;
+}
+
+static ZklName
+api_name(FunctionCallInfo fcinfo, ZklApiKey kind)
+{
+	if (kind == API_INT8)
+		return api_key_name(psprintf("key:" INT64_FORMAT, PG_GETARG_INT64(0)));
+	if (kind == API_INT4_PAIR)
+		return api_key_name(psprintf("key:%d:%d", PG_GETARG_INT32(0),
+									 PG_GETARG_INT32(1)));
+	return api_text_name(PG_GETARG_TEXT_PP(0));
+}
+
+/*
+ * The locks an array argument names (text names, or bigint keys), as the
+ * single forms name them; false when an element is NULL (the caller
+ * returns NULL, as for a NULL name).  The array must be one-dimensional,
+ * neither empty nor longer than ZKL_SET_MAX.
+ */
+static bool
+api_names(FunctionCallInfo fcinfo, bool keys, ZklName **names, int *n)
+{
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(0);
+	Datum	   *elems;
+	bool	   *nulls;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("lock names must be a one-dimensional array")));
+	if (keys)
+		deconstruct_array(arr, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+						  TYPALIGN_DOUBLE, &elems, &nulls, n);
+	else
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems,
+						  &nulls, n);
+	if (*n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock name array must not be empty")));
+	if (*n > ZKL_SET_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("too many locks in one set"),
+				 errdetail("A set is limited to %d locks; this one has %d.",
+						   ZKL_SET_MAX, *n)));
+	for (int i = 0; i < *n; i++)
+		if (nulls[i])
+			return false;
+	*names = palloc(sizeof(ZklName) * *n);
+	for (int i = 0; i < *n; i++)
+		(*names)[i] = keys ?
+			api_key_name(psprintf("key:" INT64_FORMAT, DatumGetInt64(elems[i]))) :
+			api_text_name(DatumGetTextPP(elems[i]));
+	return true;
 }
 
 /*
@@ -196,6 +247,83 @@ api_lock_path(FunctionCallInfo fcinfo, ZklApiKey kind)
 
 	PG_RETURN_TEXT_P(cstring_to_text(zkl_lockset_dir(&name)));
 }
+
+/* The waiting forms of a set: the tokens, or 55P03 when the timeout passes. */
+static Datum
+api_lock_set(FunctionCallInfo fcinfo, bool keys, bool shared, bool xact)
+{
+	ZklName    *names;
+	int			n;
+	int64		timeout;
+	int64	   *tokens;
+	Datum	   *out;
+	int			blocked;
+
+	if (PG_ARGISNULL(0) || !api_names(fcinfo, keys, &names, &n))
+		PG_RETURN_NULL();
+	timeout = api_timeout_arg(fcinfo, 1, false);
+	tokens = palloc(sizeof(int64) * n);
+	if (!zkl_lockset_acquire_set(names, n, shared, xact, timeout, tokens,
+								 &blocked))
+		ereport(ERROR,
+				(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+				 errmsg("could not obtain ZooKeeper lock \"%s\"",
+						names[blocked].display),
+				 errdetail("It was not granted within " INT64_FORMAT " ms; none of the %d locks requested with it was taken.",
+						   timeout, n)));
+	out = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		out[i] = Int64GetDatum(tokens[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(out, n, INT8OID, sizeof(int64),
+										  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* The try forms of a set: false when the timeout passes. */
+static Datum
+api_try_lock_set(FunctionCallInfo fcinfo, bool keys, bool shared, bool xact)
+{
+	ZklName    *names;
+	int			n;
+	int64	   *tokens;
+	int			blocked;
+
+	if (PG_ARGISNULL(0) || !api_names(fcinfo, keys, &names, &n))
+		PG_RETURN_NULL();
+	tokens = palloc(sizeof(int64) * n);
+	PG_RETURN_BOOL(zkl_lockset_acquire_set(names, n, shared, xact,
+										   api_timeout_arg(fcinfo, 1, false),
+										   tokens, &blocked));
+}
+
+/* The unlock forms of a set are STRICT; a NULL element gives NULL. */
+static Datum
+api_unlock_set(FunctionCallInfo fcinfo, bool keys, bool shared)
+{
+	ZklName    *names;
+	int			n;
+
+	if (!api_names(fcinfo, keys, &names, &n))
+		PG_RETURN_NULL();
+	PG_RETURN_BOOL(zkl_lockset_release_set(names, n, shared));
+}
+
+/* Text names and bigint keys of a set: fn_set and fn_set_int8. */
+#define API_SET(fn, call, ...) \
+PG_FUNCTION_INFO_V1(fn##_set); \
+PG_FUNCTION_INFO_V1(fn##_set_int8); \
+Datum fn##_set(PG_FUNCTION_ARGS) { return call(fcinfo, false, __VA_ARGS__); } \
+Datum fn##_set_int8(PG_FUNCTION_ARGS) { return call(fcinfo, true, __VA_ARGS__); }
+
+API_SET(zk_lock, api_lock_set, false, false)
+API_SET(zk_lock_shared, api_lock_set, true, false)
+API_SET(zk_xact_lock, api_lock_set, false, true)
+API_SET(zk_xact_lock_shared, api_lock_set, true, true)
+API_SET(zk_try_lock, api_try_lock_set, false, false)
+API_SET(zk_try_lock_shared, api_try_lock_set, true, false)
+API_SET(zk_try_xact_lock, api_try_lock_set, false, true)
+API_SET(zk_try_xact_lock_shared, api_try_lock_set, true, true)
+API_SET(zk_unlock, api_unlock_set, false)
+API_SET(zk_unlock_shared, api_unlock_set, true)
 
 /*
  * One SQL function name, several C entry points: text name, bigint key

@@ -4,9 +4,10 @@
 //   java -cp CLASSPATH LockPeer HOSTS LOCKPATH MODE ID
 //
 // MODE: mutex (InterProcessMutex), read or write (the read or write lock of
-// InterProcessReadWriteLock), or semaphore:N (InterProcessSemaphoreV2 with
-// at most N leases; acquire takes one more lease, release returns the
-// oldest).  ID becomes the data of every node this peer
+// InterProcessReadWriteLock), multi (InterProcessMultiLock of mutexes on
+// the comma-separated paths in LOCKPATH), or semaphore:N
+// (InterProcessSemaphoreV2 with at most N leases; acquire takes one more
+// lease, release returns the oldest).  ID becomes the data of every node this peer
 // creates, so the test can tell its node from the others.
 //
 // Prints "ready" once the session is connected, then one reply per command:
@@ -25,6 +26,7 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.Deque;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -32,6 +34,8 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -49,7 +53,7 @@ public class LockPeer {
 
     public static void main(String[] args) throws Exception {
         if (args.length != 4) {
-            System.err.println("usage: LockPeer HOSTS LOCKPATH mutex|read|write ID");
+            System.err.println("usage: LockPeer HOSTS LOCKPATH mutex|read|write|multi|semaphore:N ID");
             System.exit(2);
         }
         String hosts = args[0], path = args[1], mode = args[2], id = args[3];
@@ -68,7 +72,7 @@ public class LockPeer {
             System.exit(1);
         }
 
-        InterProcessMutex lock = null;
+        InterProcessLock lock = null;
         InterProcessSemaphoreV2 sem = null;
         Deque<Lease> leases = new ArrayDeque<>();
         if (mode.startsWith("semaphore:")) {
@@ -82,6 +86,9 @@ public class LockPeer {
                 break;
             case "mutex":
                 lock = new InterProcessMutex(client, path);
+                break;
+            case "multi":
+                lock = new InterProcessMultiLock(client, Arrays.asList(path.split(",")));
                 break;
             case "read":
                 lock = new InterProcessReadWriteLock(client, path, data).readLock();
@@ -147,8 +154,9 @@ public class LockPeer {
                     long t = System.currentTimeMillis();
                     lock.release();
                     say("released " + t);
-                } else if (cmd.equals("participants")) {
-                    say("participants " + String.join(",", lock.getParticipantNodes()));
+                } else if (cmd.equals("participants") && lock instanceof InterProcessMutex) {
+                    say("participants " + String.join(",",
+                            ((InterProcessMutex) lock).getParticipantNodes()));
                 } else if (cmd.equals("quit")) {
                     say("bye");
                     client.close();

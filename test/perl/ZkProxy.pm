@@ -13,6 +13,10 @@
 #   $p->mode('delay:MS')          forward both ways, each reply held MS ms
 #   $p->requests('list')          requests of that kind seen so far (list,
 #                                 create, delete, get, exists, ping, ...)
+#   $p->turns                     round trips so far: requests (pings and
+#                                 auth aside) sent after a reply came back
+#                                 since the previous one; with 'delay:MS'
+#                                 a client's pipeline counts as one
 #   $p->stop                      also done in DESTROY / END
 #
 # The proxy runs in a child process; the mode goes through a file that it
@@ -93,6 +97,17 @@ my %OPCODE = (
 	remove_watches => 18, create_container => 19, close => -11,
 	auth => 100, set_watches => 101, set_watches2 => 105);
 
+sub turns
+{
+	my ($self) = @_;
+	for my $line (split /\n/, _read($self->{counts}))
+	{
+		my ($o, $n) = split / /, $line;
+		return $n if $o eq 'turns';
+	}
+	return 0;
+}
+
 sub requests
 {
 	my ($self, $kind) = @_;
@@ -100,7 +115,7 @@ sub requests
 	for my $line (split /\n/, _read($self->{counts}))
 	{
 		my ($o, $n) = split / /, $line;
-		return $n if $o == $op;
+		return $n if $o eq $op;
 	}
 	return 0;
 }
@@ -159,8 +174,36 @@ sub _count_frames
 		my (undef, $op) = unpack('l> l>', $frame);
 		$counts->{$op}++;
 		$changed = 1;
+		# a request after a reply begins a round trip (pings, auth aside)
+		next if $op == 11 || $op == 100;
+		$counts->{turns}++ if $e->{replied} // 1;
+		$e->{replied} = 0;
 	}
 	return $changed;
+}
+
+# Note the replies in a server's stream on their way to the client entry
+# $ce: a reply to a request (not a ping's, not a notification) ends a
+# round trip.  The first frame is the answer to the handshake.
+sub _note_replies
+{
+	my ($ce, $data) = @_;
+	$ce->{rin} .= $data;
+	while (length($ce->{rin}) >= 4)
+	{
+		my $len = unpack('N', $ce->{rin});
+		last if length($ce->{rin}) < 4 + $len;
+		my $frame = substr($ce->{rin}, 4, $len);
+		substr($ce->{rin}, 0, 4 + $len) = '';
+		if (!$ce->{rgreeted})
+		{
+			$ce->{rgreeted} = 1;
+			next;
+		}
+		next if $len < 4;
+		my ($xid) = unpack('l>', $frame);
+		$ce->{replied} = 1 if $xid >= 0;
+	}
 }
 
 # The child: pairs of (client, server) sockets, forwarded per mode.
@@ -217,6 +260,7 @@ sub _run
 		while (@held && ($held[0][0] <= time || !$delay))
 		{
 			my $h = shift @held;
+			_note_replies($h->[1], $h->[2]);
 			$send->($h->[1]{s}, $h->[2]);
 		}
 		my $wait = @held ? ($held[0][0] - time) : 0.05;
@@ -276,6 +320,7 @@ sub _run
 				push @held, [ $due, $e->{peer}, $buf ];
 				next;
 			}
+			_note_replies($e->{peer}, $buf);
 			$send->($e->{to}, $buf);
 		}
 		_write($self->{counts}, join('', map { "$_ $counts{$_}\n" } sort keys %counts))

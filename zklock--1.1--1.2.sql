@@ -1,0 +1,104 @@
+/* zklock--1.1--1.2.sql */
+
+\echo Use "ALTER EXTENSION zklock UPDATE TO '1.2'" to load this file. \quit
+
+-- Sets of locks taken as one (README.md, "Several locks as one"): all or
+-- nothing, in one round trip when they are free, never deadlocking with
+-- each other whatever order the names are given in.  The lock forms
+-- return the fencing tokens in the order of the given names, the try
+-- forms whether the whole set was taken, the unlock forms whether every
+-- name was held.  A name given twice counts once; a NULL array or a NULL
+-- element gives NULL with nothing taken or released, as a NULL name does;
+-- an empty array is an error, as an empty name is.
+
+CREATE FUNCTION zk_lock(names text[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_lock_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_lock(keys bigint[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_lock_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_lock_shared(names text[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_lock_shared_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_lock_shared(keys bigint[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_lock_shared_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_lock(names text[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_lock(keys bigint[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_lock_shared(names text[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_lock_shared(keys bigint[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_xact_lock(names text[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_xact_lock_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_xact_lock(keys bigint[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_xact_lock_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_xact_lock_shared(names text[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_xact_lock_shared_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_xact_lock_shared(keys bigint[], timeout interval DEFAULT NULL)
+RETURNS bigint[]
+AS 'MODULE_PATHNAME', 'zk_xact_lock_shared_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_xact_lock(names text[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_xact_lock_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_xact_lock(keys bigint[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_xact_lock_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_xact_lock_shared(names text[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_xact_lock_shared_set' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_try_xact_lock_shared(keys bigint[], timeout interval DEFAULT '0')
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_xact_lock_shared_set_int8' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_unlock(names text[])
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_set' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_unlock(keys bigint[])
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_set_int8' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_unlock_shared(names text[])
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_shared_set' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+CREATE FUNCTION zk_unlock_shared(keys bigint[])
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_shared_set_int8' LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+
+-- The acquiring forms stay off PUBLIC, as in 1.0 (README.md, "Privileges").
+REVOKE EXECUTE ON FUNCTION
+    zk_lock(text[], interval), zk_lock(bigint[], interval),
+    zk_lock_shared(text[], interval), zk_lock_shared(bigint[], interval),
+    zk_try_lock(text[], interval), zk_try_lock(bigint[], interval),
+    zk_try_lock_shared(text[], interval), zk_try_lock_shared(bigint[], interval),
+    zk_xact_lock(text[], interval), zk_xact_lock(bigint[], interval),
+    zk_xact_lock_shared(text[], interval), zk_xact_lock_shared(bigint[], interval),
+    zk_try_xact_lock(text[], interval), zk_try_xact_lock(bigint[], interval),
+    zk_try_xact_lock_shared(text[], interval), zk_try_xact_lock_shared(bigint[], interval)
+FROM PUBLIC;

@@ -1,6 +1,9 @@
 // CuratorBench - Apache Curator's InterProcessMutex in the zklock benchmark.
 //
 //   java CuratorBench cycle    HOSTS WARM N OUT        one client, one lock
+//   java CuratorBench setcycle HOSTS WARM N OUT        one client, five locks
+//                                                      as one (InterProcess-
+//                                                      MultiLock)
 //   java CuratorBench handoff  HOSTS CLIENTS SECS OUT  one lock, one client
 //                                                      (session) per thread
 //   java CuratorBench distinct HOSTS CLIENTS SECS OUT  one lock per thread,
@@ -35,6 +38,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessLock;
+import org.apache.curator.framework.recipes.locks.InterProcessMultiLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
@@ -86,16 +91,22 @@ public class CuratorBench {
         }
     }
 
-    static void cycle(String hosts, int warm, int n, String out) throws Exception {
+    static void cycle(String hosts, int warm, int n, String out, boolean set)
+            throws Exception {
         CuratorFramework c = client(hosts);
-        InterProcessMutex m = new InterProcessMutex(c, ROOT + "/u");
+        List<String> paths = new ArrayList<>();
+        for (int k = 1; k <= 5; k++)
+            paths.add(ROOT + "/s" + k);
+        InterProcessLock m = set ? new InterProcessMultiLock(c, paths)
+                : new InterProcessMutex(c, ROOT + "/u");
         Samples s = new Samples();
         long tAll = 0;
         for (int i = 0; i < warm + n; i++) {
             if (i == warm)
                 tAll = System.nanoTime();
             long t0 = System.nanoTime();
-            acquire(m);
+            if (!m.acquire(WAIT_S, TimeUnit.SECONDS))
+                throw new IllegalStateException("acquire timed out");
             m.release();
             if (i >= warm)
                 s.add(System.nanoTime() - t0);
@@ -353,7 +364,9 @@ public class CuratorBench {
         try {
             switch (a[0]) {
                 case "cycle":
-                    cycle(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]), a[4]);
+                case "setcycle":
+                    cycle(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]), a[4],
+                          a[0].equals("setcycle"));
                     break;
                 case "handoff":
                 case "distinct":

@@ -23,6 +23,9 @@
  *       zkxact   BEGIN ; SELECT zk_xact_lock($1) ; COMMIT
  *       advisory SELECT pg_advisory_lock($1) ; SELECT pg_advisory_unlock($1)
  *       semaphore SELECT zk_semaphore($1, 1) ; SELECT zk_semaphore_release($1)
+ *       zkset    SELECT zk_lock(ARRAY[$1-1 .. $1-5]) ; SELECT zk_unlock(ARRAY[...])
+ *       zkfive   the same five names, five zk_lock calls in one statement;
+ *                five zk_unlock calls in another
  * Lock and unlock are prepared statements.
  *
  * Writes OUT.lat (microseconds, one per line: the cycle, or for handoff the
@@ -42,7 +45,7 @@
 
 enum Mode
 {
-	M_ZKLOCK, M_ZKXACT, M_ADVISORY, M_ZKSEM
+	M_ZKLOCK, M_ZKXACT, M_ADVISORY, M_ZKSEM, M_ZKSET, M_ZKFIVE
 };
 
 typedef struct Samples
@@ -176,6 +179,19 @@ prepare_all(Client *c)
 		case M_ZKSEM:
 			lock_sql = "SELECT zk_semaphore($1::text, 1)";
 			unlock_sql = "SELECT zk_semaphore_release($1::text)";
+			break;
+		case M_ZKSET:			/* five names as one set */
+			lock_sql = "SELECT zk_lock(ARRAY[$1::text || '-1', $1 || '-2', "
+				"$1 || '-3', $1 || '-4', $1 || '-5'])";
+			unlock_sql = "SELECT zk_unlock(ARRAY[$1::text || '-1', $1 || '-2', "
+				"$1 || '-3', $1 || '-4', $1 || '-5'])";
+			break;
+		case M_ZKFIVE:			/* the same five, one zk_lock call each */
+			lock_sql = "SELECT zk_lock($1::text || '-1'), zk_lock($1 || '-2'), "
+				"zk_lock($1 || '-3'), zk_lock($1 || '-4'), zk_lock($1 || '-5')";
+			unlock_sql = "SELECT zk_unlock($1::text || '-1') AND zk_unlock($1 || '-2') "
+				"AND zk_unlock($1 || '-3') AND zk_unlock($1 || '-4') "
+				"AND zk_unlock($1 || '-5')";
 			break;
 		default:
 			lock_sql = "SELECT pg_advisory_lock($1::bigint)";
@@ -867,6 +883,10 @@ parse_mode(const char *s)
 		return M_ADVISORY;
 	if (strcmp(s, "semaphore") == 0)
 		return M_ZKSEM;
+	if (strcmp(s, "zkset") == 0)
+		return M_ZKSET;
+	if (strcmp(s, "zkfive") == 0)
+		return M_ZKFIVE;
 	die("unknown mode %s", s);
 	return M_ZKLOCK;
 }

@@ -303,6 +303,31 @@ else:
     emit("  no TLS rounds (the TLS ensemble or cluster did not start)")
 emit()
 
+# sets: five free locks taken and released as one
+SET_PEERS = ["zklock", "zklock-five", "curator"]
+LABEL_SET = {
+    "zklock": "zklock      zk_lock(5 names); zk_unlock(5)",
+    "zklock-five": "zklock      5 zk_lock calls; 5 zk_unlock calls",
+    "curator": "curator     InterProcessMultiLock of 5 mutexes",
+}
+emit("10. five free locks as one set, then released: 1 client, %s and %s cycles per round"
+     " (loopback, %s ms each way)" % (meta.get("cycles"), meta.get("delay_cycles"), DELAY))
+emit("   (value = 1/p50 of the whole cycle; vs set = p50 ratio to zklock's set; per round = p50)")
+for rs, tag, nr, where in ((res, "r", ROUNDS, "loopback"), (resd, "d", DROUNDS, "distance")):
+    for who in SET_PEERS:
+        rs["set", who] = Result("set", who, tag, nr)
+    base = rs["set", "zklock"]
+    for who in SET_PEERS:
+        r = rs["set", who]
+        label = LABEL_SET[who][:12] + where + ": " + LABEL_SET[who][12:]
+        if not r.ok:
+            row(label, "FAILED", "-", "-", "-", "; ".join(r.fails)[:60])
+            continue
+        row(label, "%.0f/s" % (1000 / r.p50), ms(r.p50), ms(r.p99),
+            ratio(r.p50, base.p50) if base.ok else "-",
+            " ".join(ms(x) for x in r.round_p50) + " ms")
+emit()
+
 # herd
 herd = {}
 emit("4. herd: %s waiters on one lock, then %s hand-offs (each waiter releases at once)"

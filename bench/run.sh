@@ -288,11 +288,14 @@ at_distance 0
 run_one() {
 	fig=$1 who=$2 out=$R/$1.$2.$3
 	case $fig in
-	cycle|latency|cron) limit=150 ;;
+	cycle|latency|cron|set) limit=150 ;;
 	*) limit=$((SECS + 90)) ;;
 	esac
 	case $fig.$who in
 	cycle.floor) set -- "$W/bin/zk_floor" cycle "$H" $WRM "$CYC" "$out" ;;
+	set.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zkset $WRM "$CYC" "$out" ;;
+	set.zklock-five) set -- "$W/bin/pg_client" cycle "$CZ" zkfive $WRM "$CYC" "$out" ;;
+	set.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench setcycle "$H" $JW "$CYC" "$out" ;;
 	cycle.floor-async) set -- "$W/bin/zk_floor" async "$H" $WRM "$CYC" "$out" ;;
 	cycle.floor-read) set -- "$W/bin/zk_floor" read "$H" $WRM "$CYC" "$out" ;;
 	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zklock $WRM "$CYC" "$out" ;;
@@ -365,6 +368,7 @@ rotate() {  # rotate the list by $1 places
 
 LAT_CONTENDERS="floor zklock zklock-async curator kazoo pg-advisory zklock-sem curator-sem"
 CRON_CONTENDERS="floor zklock zklock-preloaded pg-connect pg-advisory"
+SET_CONTENDERS="zklock zklock-five curator"
 
 # run_round K TAG: every figure once, contender order rotated by K
 run_round() {
@@ -384,6 +388,7 @@ run_round() {
 	for who in $order; do run_one distinct "$who" "$tag"; done
 	for who in $(rotate "$k" $LAT_CONTENDERS); do run_one latency "$who" "$tag"; done
 	for who in $(rotate "$k" $CRON_CONTENDERS); do run_one cron "$who" "$tag"; done
+	for who in $(rotate "$k" $SET_CONTENDERS); do run_one set "$who" "$tag"; done
 }
 
 rounds_done=0

@@ -102,3 +102,37 @@ REVOKE EXECUTE ON FUNCTION
     zk_try_xact_lock(text[], interval), zk_try_xact_lock(bigint[], interval),
     zk_try_xact_lock_shared(text[], interval), zk_try_xact_lock_shared(bigint[], interval)
 FROM PUBLIC;
+
+-- Cumulative statistics (README.md, "Statistics"): kept in shared memory,
+-- so only with zklock in shared_preload_libraries; the views raise
+-- otherwise.  Members of pg_read_all_stats see every row of zk_stat_locks,
+-- others their own user's rows.
+CREATE FUNCTION zk_stat_locks_info(
+    OUT database text, OUT "user" text, OUT name text, OUT mode text,
+    OUT acquisitions bigint, OUT waited bigint,
+    OUT wait_time_total double precision, OUT wait_time_max double precision,
+    OUT timeouts bigint, OUT cancels bigint, OUT deadlocks bigint,
+    OUT lost bigint, OUT commits_refused bigint,
+    OUT hold_time_total double precision, OUT hold_time_max double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW zk_stat_locks AS SELECT * FROM zk_stat_locks_info();
+GRANT SELECT ON zk_stat_locks TO PUBLIC;
+
+CREATE FUNCTION zk_stat_sessions_info(
+    OUT sessions_opened bigint, OUT sessions_expired bigint,
+    OUT reconnects bigint, OUT proofs bigint, OUT proofs_failed bigint,
+    OUT requests bigint, OUT notifications bigint,
+    OUT connections_refused bigint, OUT sessions_open bigint,
+    OUT dealloc bigint, OUT stats_reset timestamptz)
+RETURNS record
+AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+CREATE VIEW zk_stat_sessions AS SELECT * FROM zk_stat_sessions_info();
+GRANT SELECT ON zk_stat_sessions TO PUBLIC;
+
+CREATE FUNCTION zk_stat_reset()
+RETURNS void
+AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+REVOKE EXECUTE ON FUNCTION zk_stat_reset() FROM PUBLIC;

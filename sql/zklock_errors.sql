@@ -134,3 +134,12 @@ SELECT zk_semaphore_release('sem-full');
 SELECT zk_semaphore_release('sem-full');
 SELECT zk_semaphore_release('sem-never');
 SELECT count(*) FROM zk_locks;
+
+-- statistics live in shared memory: without zklock in
+-- shared_preload_libraries the views say so, with a hint
+\set VERBOSITY default
+SELECT * FROM zk_stat_locks;
+\echo :LAST_ERROR_SQLSTATE
+SELECT sessions_opened FROM zk_stat_sessions;
+SELECT zk_stat_reset();
+\set VERBOSITY terse

@@ -47,8 +47,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "miscadmin.h"
+
 #include "engine.h"
 #include "guc.h"
+#include "owner.h"
 
 /* Bound on re-creating a directory that the server keeps removing. */
 #define ZKL_DIR_ATTEMPTS 5
@@ -68,6 +71,13 @@ typedef enum ZklContenderState
 	CS_HELD,
 	CS_TIMED_OUT
 } ZklContenderState;
+
+/*
+ * Waits begun in this backend, and the lock of the latest, for the lock
+ * set's statistics (zkl_recipe_waits).
+ */
+static uint64 zkl_engine_wait_count = 0;
+static char zkl_engine_wait_name[ZKL_NAME_MAX_BYTES + 1];
 
 /* Let go of a request (the session cleans up after it); clear the slot. */
 static void
@@ -118,6 +128,18 @@ engine_lost(ZklContender *c, ZklRc rc)
 	if (rc == ZKL_RC_SESSION_LOST)
 		c->session_lost++;
 	return CS_RECONNECT;
+}
+
+/*
+ * How many waits this backend has begun, and (in *display) the lock of
+ * the latest: a caller compares the count before and after an
+ * acquisition to learn whether it waited, and where.
+ */
+uint64
+zkl_recipe_waits(const char **display)
+{
+	*display = zkl_engine_wait_name;
+	return zkl_engine_wait_count;
 }
 
 /* Whether a child name carries this session's prefix. */
@@ -502,6 +524,10 @@ engine_decide(ZklContender *c)
 		pfree(c->watched);
 	c->watched = verdict == ZKL_VERDICT_WAIT_NODE ?
 		psprintf("%s/%s", c->dir, q.kids[blocker].name) : NULL;
+	if (c->head)
+		pfree(c->head);
+	c->head = verdict == ZKL_VERDICT_WAIT_NODE && q.nkids > 0 ?
+		psprintf("%s/%s", c->dir, q.kids[0].name) : NULL;
 
 	if (verdict == ZKL_VERDICT_HELD)
 		return CS_HELD;
@@ -544,12 +570,92 @@ engine_watch(ZklContender *c)
 	return CS_WAIT;
 }
 
+/* What a wait's messages call the lock: "lock "x" (exclusive)". */
+static char *
+engine_what(const ZklContender *c)
+{
+	if (c->semaphore)
+		return psprintf("a lease of ZooKeeper semaphore \"%s\"", c->display);
+	return psprintf("ZooKeeper lock \"%s\" (%s)", c->display,
+					strcmp(c->infix, ZKL_SHARED_INFIX) == 0 ? "shared" : "exclusive");
+}
+
+/*
+ * Who is at the head of the queue, from its node's owner record (one
+ * read), as a message's detail; NULL when that cannot be told.
+ */
+static char *
+engine_describe_head(const ZklContender *c)
+{
+	ZklOp	   *op;
+	ZklRc		rc;
+	int64		czxid;
+	const char *data;
+	char	   *buf;
+	ZklOwner	o;
+	char	   *out;
+
+	if (c->head == NULL)
+		return NULL;
+	op = zkl_session_get(c->head);
+	PG_TRY();
+	{
+		rc = zkl_session_answer(op);
+	}
+	PG_CATCH();
+	{
+		zkl_session_op_free(op);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (rc != ZKL_RC_OK)
+	{
+		zkl_session_op_free(op);
+		return NULL;
+	}
+	data = zkl_session_op_data(op, &czxid);
+	buf = palloc(ZKL_OWNER_BUF(strlen(data)));
+	if (zkl_owner_parse(data, strlen(data), buf, &o) && o.has_pid)
+		out = psprintf("Process holding it: %d of cluster \"%s\" on host \"%s\", application \"%s\" (node \"%s\").",
+					   o.pid, o.cluster_name ? o.cluster_name : "",
+					   o.host ? o.host : "",
+					   o.application_name ? o.application_name : "",
+					   strrchr(c->head, '/') + 1);
+	else
+		out = psprintf("It is held by node \"%s\" of another client.",
+					   strrchr(c->head, '/') + 1);
+	zkl_session_op_free(op);
+	return out;
+}
+
+/* zklock.log_lock_waits: the wait has lasted deadlock_timeout. */
+static void
+engine_log_wait(ZklContender *c)
+{
+	char	   *detail = engine_describe_head(c);
+
+	c->logged = true;
+	ereport(LOG,
+			(errmsg("process %d still waiting for %s after %.3f ms",
+					MyProcPid, engine_what(c),
+					(double) (GetCurrentTimestamp() - c->wait_start) / 1000.0),
+			 detail ? errdetail_internal("%s", detail) : 0));
+}
+
 /* Wait for the watch, in slices between deadlock searches. */
 static ZklContenderState
 engine_wait(ZklContender *c)
 {
 	bool		search;
 	TimestampTz until = zkl_deadlock_wait_until(&c->dl, c->deadline, &search);
+
+	if (!c->waited)
+	{
+		c->waited = true;
+		c->wait_start = GetCurrentTimestamp();
+		zkl_engine_wait_count++;
+		strlcpy(zkl_engine_wait_name, c->display, sizeof(zkl_engine_wait_name));
+	}
 
 	if (zkl_session_await_watch_as(c->policy->wait_kind, &c->mark, until))
 	{
@@ -568,6 +674,8 @@ engine_wait(ZklContender *c)
 	}
 	if (!search)
 		return CS_TIMED_OUT;
+	if (zkl_log_lock_waits && !c->logged)
+		engine_log_wait(c);
 	zkl_deadlock_wait_search(&c->dl, c->dir, c->node, c->data, c->max_leases);
 	return CS_WAIT;
 }
@@ -755,6 +863,12 @@ engine_restart(ZklContender *c)
 static void
 engine_granted(ZklContender *c)
 {
+	if (c->logged)
+		ereport(LOG,
+				(errmsg("process %d acquired %s after %.3f ms",
+						MyProcPid, engine_what(c),
+						(double) (GetCurrentTimestamp() - c->wait_start) / 1000.0)));
+	c->logged = false;
 	zkl_deadlock_wait_end(&c->dl);
 	if (c->child_watch)
 		zkl_session_unwatch_children(c->dir);

@@ -121,6 +121,10 @@ struct ZklContender
 	char	   *watched;		/* node we wait for (and may watch) */
 	bool		handoff;		/* its deletion alone grants */
 	bool		child_watch;	/* a child watch of ours on dir may be set */
+	bool		waited;			/* it has waited (for the statistics) */
+	TimestampTz wait_start;		/* when it began to wait */
+	char	   *head;			/* the head of the queue it waits in */
+	bool		logged;			/* zklock.log_lock_waits logged the wait */
 	ZklWatchMark mark;			/* notification counts when it was watched */
 	ZklDeadlockWait dl;			/* deadlock search and wait entry */
 };

@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "guc.h"
@@ -32,6 +33,8 @@ char	   *zkl_auth = NULL;
 bool		zkl_preloaded = false;
 int			zkl_node_naming = ZKL_NAMING_MUTEX;
 bool		zkl_synchronous_release = true;
+int			zkl_stat_max = 1000;
+bool		zkl_log_lock_waits = false;
 bool		zkl_ssl = false;
 char	   *zkl_ssl_ca_file = NULL;
 char	   *zkl_ssl_cert_file = NULL;
@@ -254,6 +257,24 @@ zkl_guc_define(void)
 							 ZKL_LOSS_ERROR,
 							 guc_loss_options,
 							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	/* Like pg_stat_statements.max: only where the memory is made. */
+	if (process_shared_preload_libraries_in_progress)
+		DefineCustomIntVariable("zklock.stat_max",
+								"Most lock names zk_stat_locks keeps (per database, user and mode).",
+								"Past it, the least used are evicted (zk_stat_sessions.dealloc counts them). Needs zklock in shared_preload_libraries.",
+								&zkl_stat_max,
+								1000, 100, 1000000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
+	DefineCustomBoolVariable("zklock.log_lock_waits",
+							 "Logs ZooKeeper lock waits that last longer than deadlock_timeout.",
+							 "Once when the wait has lasted deadlock_timeout (with the holder), and once when it ends.",
+							 &zkl_log_lock_waits,
+							 false,
+							 PGC_SUSET,
 							 0,
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("zklock.synchronous_release",

@@ -29,6 +29,8 @@ extern char *zkl_auth;
 extern bool zkl_preloaded;
 extern int	zkl_node_naming;
 extern bool zkl_synchronous_release;
+extern int	zkl_stat_max;
+extern bool zkl_log_lock_waits;
 extern bool zkl_ssl;
 extern char *zkl_ssl_ca_file;
 extern char *zkl_ssl_cert_file;

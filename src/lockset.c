@@ -66,6 +66,7 @@
 #include "lockset.h"
 #include "names.h"
 #include "recipe.h"
+#include "stats.h"
 
 /* Keyed by the directory's znode name, which tells text and keys apart. */
 typedef struct ZklLockKey
@@ -91,6 +92,7 @@ typedef struct ZklLock
 	TimestampTz acquired_at;
 	uint64		epoch;			/* session that created the node */
 	int			session_holds;
+	bool		lost_counted;	/* its loss is in the statistics */
 	int			nxact;			/* used entries of xact */
 	int			maxxact;
 	ZklXactHold *xact;
@@ -168,12 +170,110 @@ lockset_mode(ZklLock *lock)
 	return lock->key.shared ? "shared" : "exclusive";
 }
 
+static ZklStatMode
+lockset_stat_mode(bool shared, bool lease)
+{
+	return lease ? ZKL_STAT_LEASE : shared ? ZKL_STAT_SHARED : ZKL_STAT_EXCLUSIVE;
+}
+
+/* Count an event of a held lock; never raises. */
+static void
+lockset_count(ZklLock *lock, const ZklLockCounts *add)
+{
+	zkl_stats_lock(lock->name, lockset_stat_mode(lock->key.shared,
+												 lock->key.lease != 0), add);
+}
+
+/* A lock found lost counts once, however often it is found so. */
+static void
+lockset_count_lost(ZklLock *lock)
+{
+	ZklLockCounts add = {0};
+
+	if (lock->lost_counted)
+		return;
+	lock->lost_counted = true;
+	add.lost = 1;
+	lockset_count(lock, &add);
+}
+
+/* When an acquisition of new locks began, for the statistics. */
+typedef struct ZklAcqClock
+{
+	TimestampTz start;
+	uint64		waits;			/* zkl_recipe_waits then */
+} ZklAcqClock;
+
+typedef enum ZklAcqEnd
+{
+	ZKL_ACQ_ACQUIRED,
+	ZKL_ACQ_TIMED_OUT,
+	ZKL_ACQ_FAILED				/* the error being raised says how */
+} ZklAcqEnd;
+
+static void
+lockset_clock_start(ZklAcqClock *clk)
+{
+	const char *unused;
+
+	clk->start = GetCurrentTimestamp();
+	clk->waits = zkl_recipe_waits(&unused);
+}
+
+/*
+ * Count how an acquisition ended for lock name: acquired, timed out, or
+ * cancelled or deadlocked (the SQLSTATE of the error in flight, so only
+ * from PG_CATCH).  If it waited, the wait counts for the lock it waited
+ * for, which in a set may be another one.  Never raises.
+ */
+static void
+lockset_count_end(const ZklAcqClock *clk, const char *name, ZklStatMode mode,
+				  ZklAcqEnd end)
+{
+	ZklLockCounts add = {0};
+	const char *wname;
+	bool		waited = zkl_recipe_waits(&wname) != clk->waits;
+
+	if (!zkl_stats_available())
+		return;
+	/* an error ends the wait it interrupted, where it waited */
+	if (end == ZKL_ACQ_FAILED && waited)
+		name = wname;
+	if (end == ZKL_ACQ_ACQUIRED)
+		add.acquisitions = 1;
+	else if (end == ZKL_ACQ_TIMED_OUT)
+		add.timeouts = 1;
+	else if (geterrcode() == ERRCODE_QUERY_CANCELED)
+		add.cancels = 1;
+	else if (geterrcode() == ERRCODE_T_R_DEADLOCK_DETECTED)
+		add.deadlocks = 1;
+	if (waited && strcmp(wname, name) != 0)
+	{
+		ZklLockCounts w = {0};
+
+		w.waited = 1;
+		w.wait_time_total = w.wait_time_max = zkl_stats_ms_since(clk->start);
+		zkl_stats_lock(wname, mode, &w);
+	}
+	else if (waited)
+	{
+		add.waited = 1;
+		add.wait_time_total = add.wait_time_max = zkl_stats_ms_since(clk->start);
+	}
+	zkl_stats_lock(name, mode, &add);
+}
+
 /* Drop the lock once no hold of either scope is left; never raises. */
 static void
 lockset_forget_if_unheld(ZklLock *lock)
 {
+	ZklLockCounts held = {0};
+
 	if (lock->session_holds > 0 || lockset_xact_holds(lock) > 0)
 		return;
+	held.hold_time_total = held.hold_time_max =
+		zkl_stats_ms_since(lock->acquired_at);
+	lockset_count(lock, &held);
 	/* A node of an earlier session went with it. */
 	if (lock->epoch == zkl_recipe_epoch())
 	{
@@ -270,6 +370,7 @@ lockset_lost_detail(void)
 static void
 lockset_raise_lost(ZklLock *lock)
 {
+	lockset_count_lost(lock);
 	ereport(ERROR,
 			(errcode(ERRCODE_CONNECTION_EXCEPTION),
 			 lock->key.lease != 0 ?
@@ -284,6 +385,7 @@ lockset_raise_lost(ZklLock *lock)
 static void
 lockset_warn_lost(ZklLock *lock)
 {
+	lockset_count_lost(lock);
 	ereport(WARNING,
 			(errcode(ERRCODE_WARNING),
 			 lock->key.lease != 0 ?
@@ -426,19 +528,22 @@ lockset_record(ZklLock *lock, const char *dir, const char *node, int64 token,
 
 /*
  * Enter a new lock with everything it needs allocated, then run the
- * recipe; the entry goes again if the recipe fails or times out.  Returns
+ * recipe; the entry goes again if the recipe fails or times out (an
+ * error is counted in the statistics on its way out, from clk).  Returns
  * the entry, or NULL on timeout.
  */
 static ZklLock *
 lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
-			  int max_leases, TimestampTz deadline, char **node, int64 *token)
+			  int max_leases, TimestampTz deadline, char **node, int64 *token,
+			  const ZklAcqClock *clk)
 {
-	ZklLock    *volatile lock = NULL;
+	ZklLock   **lock = palloc0(sizeof(ZklLock *));
 	volatile ZklAcquire got = ZKL_TIMED_OUT;
+	volatile bool raised = true;
 
 	PG_TRY();
 	{
-		lockset_new((ZklLock **) &lock, key, name, dir);
+		lockset_new(lock, key, name, dir);
 		if (max_leases > 0)
 			got = zkl_recipe_lease(dir, name, max_leases,
 								   lockset_owner_json(max_leases), deadline,
@@ -446,14 +551,18 @@ lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
 		else
 			got = zkl_recipe_acquire(dir, name, shared, lockset_owner_json(0),
 									 deadline, node, token);
+		raised = false;
 	}
 	PG_FINALLY();
 	{
-		if (got != ZKL_ACQUIRED && lock != NULL)
-			lockset_discard(lock);
+		if (got != ZKL_ACQUIRED && *lock != NULL)
+			lockset_discard(*lock);
+		if (raised)
+			lockset_count_end(clk, name, lockset_stat_mode(shared, max_leases > 0),
+							  ZKL_ACQ_FAILED);
 	}
 	PG_END_TRY();
-	return got == ZKL_ACQUIRED ? lock : NULL;
+	return got == ZKL_ACQUIRED ? *lock : NULL;
 }
 
 /*
@@ -572,6 +681,8 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 	TimestampTz deadline = 0;
 	volatile ZklAcquire got = ZKL_TIMED_OUT;
 	int			which = 0;
+	ZklAcqClock clk;
+	ZklStatMode mode = lockset_stat_mode(shared, false);
 
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -582,6 +693,7 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 		dirs[k] = zkl_lockset_dir(&names[fresh[k]]);
 		displays[k] = names[fresh[k]].display;
 	}
+	lockset_clock_start(&clk);
 	PG_TRY();
 	{
 		for (int k = 0; k < nfresh; k++)
@@ -590,16 +702,20 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 									 lockset_owner_json(0), deadline, nodes,
 									 tokens, &which);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
-		if (got != ZKL_ACQUIRED)
-			for (int k = 0; k < nfresh; k++)
-				if (locks[k] != NULL)
-					lockset_discard(locks[k]);
+		for (int k = 0; k < nfresh; k++)
+			if (locks[k] != NULL)
+				lockset_discard(locks[k]);
+		lockset_count_end(&clk, displays[0], mode, ZKL_ACQ_FAILED);
+		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	if (got != ZKL_ACQUIRED)
 	{
+		for (int k = 0; k < nfresh; k++)
+			lockset_discard(locks[k]);
+		lockset_count_end(&clk, displays[which], mode, ZKL_ACQ_TIMED_OUT);
 		*blocked = fresh[which];
 		/* Our given-up nodes must not block the next try of another client. */
 		zkl_released = true;
@@ -610,6 +726,15 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 	{
 		lockset_record(locks[k], dirs[k], nodes[k], tokens[k], xact);
 		held[fresh[k]] = locks[k];
+	}
+	/* each name is an acquisition; the wait counts where it waited */
+	lockset_count_end(&clk, displays[0], mode, ZKL_ACQ_ACQUIRED);
+	for (int k = 1; k < nfresh; k++)
+	{
+		ZklLockCounts add = {0};
+
+		add.acquisitions = 1;
+		zkl_stats_lock(displays[k], mode, &add);
 	}
 	return true;
 }
@@ -626,6 +751,8 @@ lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 	char	   *dir;
 	char	   *node = NULL;
 	TimestampTz deadline = 0;
+	ZklAcqClock clk;
+	ZklStatMode mode = lockset_stat_mode(shared, max_leases > 0);
 
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -633,16 +760,19 @@ lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 	zkl_recipe_connect();
 	dir = zkl_lockset_dir(name);
 
+	lockset_clock_start(&clk);
 	lock = lockset_enter(key, name->display, dir, shared, max_leases,
-						 deadline, &node, token);
+						 deadline, &node, token, &clk);
 	if (lock == NULL)
 	{
+		lockset_count_end(&clk, name->display, mode, ZKL_ACQ_TIMED_OUT);
 		/* Our given-up node must not block the next try of another client. */
 		zkl_released = true;
 		lockset_await_releases(ZKL_AT_STATEMENT);
 		return false;
 	}
 	lockset_record(lock, dir, node, *token, xact);
+	lockset_count_end(&clk, name->display, mode, ZKL_ACQ_ACQUIRED);
 	return true;
 }
 
@@ -910,10 +1040,19 @@ lockset_check_losses(bool at_commit, bool wrote)
 		zkl_recipe_prove(lock->epoch, lock->node) :
 		zkl_recipe_health(lock->epoch, lock->node);
 
+		if (h == ZKL_HEALTH_LOST)
+			lockset_count_lost(lock);
 		if (h != ZKL_HEALTH_LOST ||
 			(!counts && zkl_on_lock_loss != ZKL_LOSS_TERMINATE))
 			continue;
 		hash_seq_term(&it);
+		if (at_commit)
+		{
+			ZklLockCounts refused = {0};
+
+			refused.commits_refused = 1;
+			lockset_count(lock, &refused);
+		}
 		ereport(zkl_on_lock_loss == ZKL_LOSS_TERMINATE ? FATAL : ERROR,
 				(errcode(ERRCODE_CONNECTION_EXCEPTION),
 				 lockset_lost_message(lock, zkl_on_lock_loss == ZKL_LOSS_TERMINATE),

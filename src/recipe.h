@@ -37,6 +37,7 @@ extern ZklAcquire zkl_recipe_lease(const char *dir, const char *display,
 								   int max_leases, const char *data,
 								   TimestampTz deadline, char **node,
 								   int64 *token);
+extern uint64 zkl_recipe_waits(const char **display);
 extern List *zkl_recipe_queue(const char *dir);
 extern List *zkl_recipe_semaphore_queue(const char *dir);
 extern List *zkl_deadlock_waits(void);

@@ -41,6 +41,7 @@
 #include "guc.h"
 #include "session_int.h"
 #include "session_tls.h"
+#include "stats.h"
 
 /* File descriptors the client library opens (socket, wake-up pipe). */
 #define ZKL_LIBRARY_FDS 3
@@ -70,6 +71,37 @@ typedef struct ZklResolve
  * The session watcher, on the completion thread: record the state, send
  * queued clean-ups after a reconnect, wake the main thread.
  */
+/*
+ * This handle's part in zk_stat_sessions: whether its session counts as
+ * open (once connected, until expired or closed), and whether it lost its
+ * connection since (the next connect is a reconnect).  Under mu.
+ */
+static bool zkl_session_counted_open = false;
+static bool zkl_session_disconnected = false;
+
+static void
+session_count_state_locked(int state)
+{
+	if (state == ZOO_CONNECTED_STATE && !zkl_session_counted_open)
+	{
+		zkl_session_counted_open = true;
+		zkl_stats_session(ZKL_SS_OPENED, 1);
+		zkl_stats_session(ZKL_SS_OPEN, 1);
+	}
+	else if (state == ZOO_CONNECTED_STATE && zkl_session_disconnected)
+		zkl_stats_session(ZKL_SS_RECONNECTS, 1);
+	if (state == ZOO_CONNECTED_STATE)
+		zkl_session_disconnected = false;
+	else if (zkl_session_counted_open && state == ZOO_EXPIRED_SESSION_STATE)
+	{
+		zkl_session_counted_open = false;
+		zkl_stats_session(ZKL_SS_EXPIRED, 1);
+		zkl_stats_session(ZKL_SS_OPEN, -1);
+	}
+	else if (zkl_session_counted_open)
+		zkl_session_disconnected = true;
+}
+
 static void
 session_watcher(zhandle_t *zh, int type, int state, const char *path,
 				void *ctx)
@@ -91,6 +123,7 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (zkl_sess_state_handle() == zh)
 	{
 		zkl_sess_state_record_locked(state, timeout, id ? id->client_id : 0);
+		session_count_state_locked(state);
 		reconnected = state == ZOO_CONNECTED_STATE;
 		if (zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked())
 			zkl_sess_lease_mark_lost_locked();
@@ -118,6 +151,10 @@ session_close(void)
 
 	/* The library's threads are gone; the session's nodes went with it. */
 	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (zkl_session_counted_open)
+		zkl_stats_session(ZKL_SS_OPEN, -1);
+	zkl_session_counted_open = false;
+	zkl_session_disconnected = false;
 	zkl_sess_state_reset_locked();
 	zkl_sess_lease_reset_locked();
 	zkl_sess_cleanup_drop_all_locked();

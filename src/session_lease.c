@@ -52,6 +52,7 @@
 #include "utils/timestamp.h"
 
 #include "session_int.h"
+#include "stats.h"
 
 /* A node this session created and has not deleted: held or queued. */
 typedef struct ZklNode
@@ -275,6 +276,8 @@ session_proof_done(int rc, const void *data)
 	}
 	zkl_sess_state_answered_locked();
 	zkl_lease_proofs_in_flight--;
+	if (rc != ZOK && rc != ZCLOSING)
+		zkl_stats_session(ZKL_SS_PROOFS_FAILED, 1);
 	if (rc == ZOK)
 		zkl_sess_lease_renew_locked(&p->sent);
 	else if (rc == ZNONODE)
@@ -333,7 +336,10 @@ session_proof_send_locked(void)
 	rc = zoo_amulti(zh, p->n, p->ops, p->results, session_proof_done, p);
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (rc == ZOK || p->done)
+	{
+		zkl_stats_session(ZKL_SS_PROOFS, 1);
 		return p;				/* sent, or answered already */
+	}
 	zkl_sess_state_answered_locked();
 	zkl_lease_proofs_in_flight--;
 	if (rc == ZMARSHALLINGERROR)

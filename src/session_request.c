@@ -39,6 +39,7 @@
 #include "guc.h"
 #include "session_int.h"
 #include "session_tls.h"
+#include "stats.h"
 
 typedef enum ZklOpKind
 {
@@ -407,7 +408,10 @@ session_sent(ZklOp *op, int rc, const char *path)
 	bool		issue = false;
 
 	if (rc == ZOK)
+	{
+		zkl_stats_session(ZKL_SS_REQUESTS, 1);
 		return op;
+	}
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (rc == ZMARSHALLINGERROR)
 	{
@@ -521,7 +525,10 @@ session_data_watcher(zhandle_t *zh, int type, int state, const char *path,
 	if (type == ZOO_SESSION_EVENT)
 		zkl_req_session_events++;
 	else
+	{
 		zkl_req_watch_events++;
+		zkl_stats_session(ZKL_SS_NOTIFICATIONS, 1);
+	}
 	if (copy != NULL)
 	{
 		free(zkl_req_deleted_path);

@@ -441,6 +441,62 @@ session_start_handle(const char *hosts, int *init_errno)
 	return zh;
 }
 
+/* Servers in the connect string of the session being opened. */
+static int	zkl_open_servers = 1;
+
+/*
+ * The connect wait ends once connected (or settled otherwise), or once
+ * every server has closed a connection at once.  Under mu.
+ */
+static bool
+session_open_settled(void *arg)
+{
+	char		unused[1];
+
+	return zkl_sess_state_settled(arg) ||
+		zkl_sess_log_closed_locked(unused, sizeof(unused)) >= zkl_open_servers;
+}
+
+/* How many servers a resolved connect string names. */
+static int
+session_count_servers(const char *hosts)
+{
+	int			n = 1;
+
+	for (const char *p = hosts; *p && *p != '/'; p++)
+		n += *p == ',';
+	return n;
+}
+
+/*
+ * Every server closed its connections at once: what ZooKeeper does past
+ * maxClientCnxns, the connections allowed from one client address.
+ */
+pg_noreturn static void
+session_raise_closed(const char *servers)
+{
+	int64		open = -1;
+
+	if (zkl_stats_available())
+	{
+		int64		v[ZKL_SS_COUNT];
+		int64		dealloc;
+		TimestampTz reset;
+
+		zkl_stats_session_values(v, &dealloc, &reset);
+		open = v[ZKL_SS_OPEN];
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+			 errmsg("could not connect to ZooKeeper at \"%s\"", zkl_hosts),
+			 errdetail("Every server closed the connection at once, before answering: %s.",
+					   servers),
+			 open >= 0 ?
+			 errhint("ZooKeeper servers limit the connections from one client address (maxClientCnxns, per server); every backend that uses zklock holds one, and this cluster holds " INT64_FORMAT " open now (zk_stat_sessions.sessions_open). Raise maxClientCnxns on the servers, or use fewer backends with zklock (a pooler).",
+					 open) :
+			 errhint("ZooKeeper servers limit the connections from one client address (maxClientCnxns, per server), and every backend that uses zklock holds one. Raise maxClientCnxns on the servers, or use fewer backends with zklock (a pooler).")));
+}
+
 /* Open a new session and wait for it to connect, within connect_timeout. */
 static void
 session_open(void)
@@ -450,6 +506,8 @@ session_open(void)
 	bool		auth_failed;
 	int			init_errno;
 	char	   *hosts;
+	int			closed;
+	char		closed_list[512];
 
 	session_check_settings();
 	zkl_sess_wait_init();
@@ -467,6 +525,10 @@ session_open(void)
 	zkl_sess_request_set_identity();
 	zkl_sess_tls_prepare();
 	hosts = session_resolve();
+	zkl_open_servers = session_count_servers(hosts);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_sess_log_closed_reset_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 
 	PG_TRY();
 	{
@@ -519,7 +581,7 @@ session_open(void)
 
 	PG_TRY();
 	{
-		zkl_sess_tls_wait_connect(zkl_sess_state_settled,
+		zkl_sess_tls_wait_connect(session_open_settled,
 							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 														 zkl_connect_timeout));
 	}
@@ -533,10 +595,13 @@ session_open(void)
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	connected = zkl_sess_state_connected_locked();
 	auth_failed = zkl_sess_state_auth_failed_locked();
+	closed = zkl_sess_log_closed_locked(closed_list, sizeof(closed_list));
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (connected)
 		return;
 	session_close();
+	if (closed >= zkl_open_servers)
+		session_raise_closed(closed_list);
 	if (auth_failed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),

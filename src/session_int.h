@@ -111,6 +111,8 @@ extern void zkl_sess_sync_release_fds(int n);
 /* session_log.c */
 extern void zkl_sess_log_callback(const char *message);
 extern void zkl_sess_log_flush(void);
+extern void zkl_sess_log_closed_reset_locked(void);
+extern int	zkl_sess_log_closed_locked(char *list, size_t size);
 
 /* session_wait.c: ready(arg) is checked with mu held. */
 typedef bool (*ZklReady) (void *arg);

@@ -136,3 +136,17 @@ CREATE FUNCTION zk_stat_reset()
 RETURNS void
 AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 REVOKE EXECUTE ON FUNCTION zk_stat_reset() FROM PUBLIC;
+
+-- The fleet at a glance (README.md, "The fleet at a glance"): every lock
+-- and semaphore under zklock.root with a holder or a waiter, read from
+-- ZooKeeper with listings and gets (never a watch); max_locks bounds how
+-- many directories are read.
+CREATE FUNCTION zk_fleet_locks(
+    max_locks integer DEFAULT NULL,
+    OUT name text, OUT path text, OUT kind text, OUT holders integer,
+    OUT waiting integer, OUT oldest_wait interval, OUT holder_node text,
+    OUT cluster_name text, OUT host text, OUT port integer, OUT pid integer,
+    OUT database text, OUT "user" text, OUT application_name text,
+    OUT acquired_at timestamptz, OUT data text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;

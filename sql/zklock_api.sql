@@ -10,7 +10,7 @@ SELECT pg_describe_object(classid, objid, 0) AS member
   FROM pg_depend
  WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
    AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zklock')
-   AND pg_describe_object(classid, objid, 0) NOT IN ('type zk_locks', 'type zk_locks[]')
+   AND pg_describe_object(classid, objid, 0) NOT LIKE 'type %'
  ORDER BY 1;
 
 -- exclusive session lock: a positive token, the same on re-entry

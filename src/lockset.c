@@ -978,6 +978,14 @@ zkl_lockset_waits(void)
 	return zkl_deadlock_waits();
 }
 
+/* Every lock and semaphore with a contender under zklock.root. */
+List *
+zkl_lockset_fleet(int max_locks)
+{
+	zkl_recipe_connect();
+	return zkl_recipe_fleet(max_locks);
+}
+
 /* This backend's session, and how many (name, mode) locks it holds. */
 void
 zkl_lockset_session(ZklSessionInfo *info, int *locks)

@@ -63,6 +63,7 @@ extern List *zkl_lockset_rows(void);
 extern char *zkl_lockset_dir(const ZklName *name);
 extern List *zkl_lockset_queue(const ZklName *name);
 extern List *zkl_lockset_waits(void);
+extern List *zkl_lockset_fleet(int max_locks);
 extern void zkl_lockset_session(ZklSessionInfo *info, int *locks);
 
 #endif							/* ZKLOCK_LOCKSET_H */

@@ -59,6 +59,79 @@ zkl_names_escape(const char *name, size_t len, char *out)
 	return o;
 }
 
+static int
+names_hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * The name a lock directory's znode name stands for: an escaped text name
+ * decoded (into out, room for strlen(component) + 1 bytes; *len its
+ * length, which may hold NUL bytes no name has), or an integer key's
+ * "key:..." as it is.  False when zklock would never have made this
+ * directory for any name: an escape that is not the one zklock writes, a
+ * byte it would have escaped, or nothing at all.
+ */
+bool
+zkl_names_unescape(const char *component, char *out, size_t *len)
+{
+	size_t		o = 0;
+	size_t		n = strlen(component);
+
+	if (n == 0)
+		return false;
+	if (strncmp(component, "key:", 4) == 0)
+	{
+		int			colons = 0;
+
+		for (size_t i = 4; i < n; i++)
+		{
+			if (component[i] == ':')
+				colons++;
+			else if (!((component[i] >= '0' && component[i] <= '9') ||
+					   (component[i] == '-' && (i == 4 || component[i - 1] == ':'))))
+				return false;
+		}
+		if (colons > 1 || component[n - 1] == ':' || component[n - 1] == '-' ||
+			component[4] == ':')
+			return false;
+		memcpy(out, component, n + 1);
+		*len = n;
+		return true;
+	}
+	for (size_t i = 0; i < n; i++)
+	{
+		unsigned char c = (unsigned char) component[i];
+
+		if (c == '%')
+		{
+			int			hi = names_hex_value(component[i + 1]);
+			int			lo = hi >= 0 ? names_hex_value(component[i + 2]) : -1;
+			unsigned char v;
+
+			if (hi < 0 || lo < 0)
+				return false;
+			v = (unsigned char) (hi << 4 | lo);
+			if (names_is_plain(v))
+				return false;	/* zklock writes plain bytes plain */
+			out[o++] = (char) v;
+			i += 2;
+		}
+		else if (names_is_plain(c))
+			out[o++] = (char) c;
+		else
+			return false;
+	}
+	out[o] = '\0';
+	*len = o;
+	return o <= ZKL_NAME_MAX_BYTES;
+}
+
 static bool
 names_ends_with(const char *s, size_t len, const char *suffix)
 {

@@ -51,6 +51,7 @@ typedef struct ZklChild
 } ZklChild;
 
 extern size_t zkl_names_escape(const char *name, size_t len, char *out);
+extern bool zkl_names_unescape(const char *component, char *out, size_t *len);
 extern bool zkl_names_parse_child(const char *child, const char *own_prefix,
 								  ZklChild *out);
 extern int	zkl_names_seq_cmp(int32_t a, int32_t b);

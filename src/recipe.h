@@ -41,6 +41,7 @@ extern uint64 zkl_recipe_waits(const char **display);
 extern List *zkl_recipe_queue(const char *dir);
 extern List *zkl_recipe_semaphore_queue(const char *dir);
 extern List *zkl_deadlock_waits(void);
+extern List *zkl_recipe_fleet(int max_locks);
 
 /* A held node and the session that holds it. */
 extern void zkl_recipe_connect(void);

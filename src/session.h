@@ -99,6 +99,7 @@ extern char *zkl_session_op_take_node(ZklOp *op, int64 *czxid);
 extern int	zkl_session_op_children(ZklOp *op, char ***children);
 extern const char *zkl_session_op_data(ZklOp *op, int64 *czxid);
 extern bool zkl_session_op_owned(ZklOp *op, int64 *czxid);
+extern int64 zkl_session_op_ctime(ZklOp *op);
 extern char *zkl_session_op_acl_problem(ZklOp *op);
 extern void zkl_session_op_free(ZklOp *op);
 pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *path);

@@ -64,6 +64,7 @@ struct ZklOp
 	ZklWatchMark mark;			/* watch: counts when it was sent */
 	char	   *path;			/* create: the new node; watch: the target */
 	int64_t		czxid;			/* create, stat, get: the node's czxid */
+	int64_t		ctime;			/* stat, get: its creation, ms since 1970 */
 	int64_t		owner;			/* stat: ephemeralOwner */
 	int			nchildren;		/* children: the list */
 	char	  **children;
@@ -294,6 +295,7 @@ session_got_data(int rc, const char *value, int value_len,
 	if (rc == ZOK && op->kind == ZKL_OP_GET)
 	{
 		op->czxid = stat->czxid;
+		op->ctime = stat->ctime;
 		op->data = malloc(value_len > 0 ? value_len + 1 : 1);
 		if (op->data == NULL)
 			rc = ZSYSTEMERROR;
@@ -315,6 +317,7 @@ session_got_stat(int rc, const struct Stat *stat, const void *data)
 	if (rc == ZOK)
 	{
 		op->czxid = stat->czxid;
+		op->ctime = stat->ctime;
 		op->owner = stat->ephemeralOwner;
 	}
 	session_finish(op, rc);
@@ -752,6 +755,13 @@ zkl_session_op_data(ZklOp *op, int64 *czxid)
 {
 	*czxid = op->czxid;
 	return op->data;
+}
+
+/* A stat or get answer: when the node was created, ms since 1970. */
+int64
+zkl_session_op_ctime(ZklOp *op)
+{
+	return op->ctime;
 }
 
 /* A stat answer: the node's czxid and whether this session owns it. */

@@ -507,6 +507,33 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The owner columns of the fleet views from a node's data: cluster_name,
+ * host, port, pid, database, user, application_name, acquired_at, and the
+ * data itself (values[0..9)).  Data that is not an owner record leaves
+ * the owner columns NULL.
+ */
+static void
+api_owner_values(const char *data, Datum *values, bool *nulls)
+{
+	size_t		len = strlen(data);
+	char	   *buf = palloc(ZKL_OWNER_BUF(len));
+	ZklOwner	o;
+
+	(void) zkl_owner_parse(data, len, buf, &o);
+	nulls[0] = !api_owner_text(o.cluster_name, &values[0]);
+	nulls[1] = !api_owner_text(o.host, &values[1]);
+	values[2] = Int32GetDatum(o.port);
+	nulls[2] = !o.has_port;
+	values[3] = Int32GetDatum(o.pid);
+	nulls[3] = !o.has_pid;
+	nulls[4] = !api_owner_text(o.database, &values[4]);
+	nulls[5] = !api_owner_text(o.user, &values[5]);
+	nulls[6] = !api_owner_text(o.application_name, &values[6]);
+	nulls[7] = !api_owner_time(o.acquired_at, &values[7]);
+	values[8] = api_data_text(data);
+}
+
+/*
  * Every contender of a lock in queue order, fleet-wide, with the owner
  * that zklock's nodes name in their data.  Data that is not an owner
  * record (other clients, or anything malformed) leaves the owner columns
@@ -522,29 +549,15 @@ api_queue_rows(FunctionCallInfo fcinfo, List *queue)
 	foreach(lc, queue)
 	{
 		ZklQueueRow *row = lfirst(lc);
-		size_t		len = strlen(row->data);
-		char	   *buf = palloc(ZKL_OWNER_BUF(len));
-		ZklOwner	o;
 		Datum		values[14];
 		bool		nulls[14] = {0};
 
-		(void) zkl_owner_parse(row->data, len, buf, &o);
 		values[0] = Int32GetDatum(row->position);
 		values[1] = CStringGetTextDatum(row->mode);
 		values[2] = BoolGetDatum(row->holds);
 		values[3] = CStringGetTextDatum(row->node);
 		values[4] = Int64GetDatum(row->token);
-		nulls[5] = !api_owner_text(o.cluster_name, &values[5]);
-		nulls[6] = !api_owner_text(o.host, &values[6]);
-		values[7] = Int32GetDatum(o.port);
-		nulls[7] = !o.has_port;
-		values[8] = Int32GetDatum(o.pid);
-		nulls[8] = !o.has_pid;
-		nulls[9] = !api_owner_text(o.database, &values[9]);
-		nulls[10] = !api_owner_text(o.user, &values[10]);
-		nulls[11] = !api_owner_text(o.application_name, &values[11]);
-		nulls[12] = !api_owner_time(o.acquired_at, &values[12]);
-		values[13] = api_data_text(row->data);
+		api_owner_values(row->data, values + 5, nulls + 5);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -736,4 +749,73 @@ zk_semaphore_queue(PG_FUNCTION_ARGS)
 	ZklName		name = api_name(fcinfo, API_TEXT);
 
 	return api_queue_rows(fcinfo, zkl_lockset_semaphore_queue(&name));
+}
+
+/* ms since 1970 (a znode's ctime) as a timestamptz. */
+static TimestampTz
+api_from_unix_ms(int64 ms)
+{
+	return (TimestampTz) (ms - (int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) *
+						  SECS_PER_DAY * 1000) * 1000;
+}
+
+/*
+ * Every lock and semaphore with a contender under zklock.root: the name
+ * (NULL where the directory is no name zklock makes, or one this database
+ * cannot hold), the counts, how long the first waiter has queued, and the
+ * first holder with its owner as zk_lock_queue shows it.
+ */
+PG_FUNCTION_INFO_V1(zk_fleet_locks);
+
+Datum
+zk_fleet_locks(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			max_locks = PG_ARGISNULL(0) ? -1 : PG_GETARG_INT32(0);
+	TimestampTz now = GetCurrentTimestamp();
+	ListCell   *lc;
+
+	if (max_locks < 0 && !PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_locks must not be negative")));
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, zkl_lockset_fleet(max_locks))
+	{
+		ZklFleetRow *r = lfirst(lc);
+		Datum		values[16];
+		bool		nulls[16] = {0};
+		char	   *name = palloc(strlen(r->component) + 1);
+		size_t		len;
+
+		if (zkl_names_unescape(r->component, name, &len) &&
+			memchr(name, '\0', len) == NULL &&
+			pg_verifymbstr(name, (int) len, true))
+			values[0] = CStringGetTextDatum(name);
+		else
+			nulls[0] = true;
+		values[1] = CStringGetTextDatum(r->path);
+		values[2] = CStringGetTextDatum(r->kind);
+		values[3] = Int32GetDatum(r->holders);
+		values[4] = Int32GetDatum(r->waiting);
+		if (r->oldest_wait_ms != 0)
+		{
+			Interval   *iv = palloc0(sizeof(Interval));
+
+			iv->time = Max(now - api_from_unix_ms(r->oldest_wait_ms), 0);
+			values[5] = IntervalPGetDatum(iv);
+		}
+		else
+			nulls[5] = true;
+		if (r->holder_node)
+		{
+			values[6] = CStringGetTextDatum(r->holder_node);
+			api_owner_values(r->holder_data, values + 7, nulls + 7);
+		}
+		else
+			for (int i = 6; i < 16; i++)
+				nulls[i] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

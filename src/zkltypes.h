@@ -67,4 +67,18 @@ typedef struct ZklWaitRow
 	char	   *blocker_data;	/* the blocking node's data, or NULL */
 } ZklWaitRow;
 
+/* A row of zk_fleet_locks(): one lock or semaphore directory. */
+typedef struct ZklFleetRow
+{
+	char	   *component;		/* its znode name under zklock.root */
+	char	   *path;
+	const char *kind;			/* lock, semaphore */
+	int			holders;
+	int			waiting;
+	int64		oldest_wait_ms; /* the first waiter's node created, ms since
+								 * 1970; 0: nobody waits */
+	char	   *holder_node;	/* the first holder's node and data, or NULL */
+	char	   *holder_data;
+} ZklFleetRow;
+
 #endif							/* ZKLOCK_ZKLTYPES_H */

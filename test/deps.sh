@@ -8,7 +8,9 @@
 #           pgbouncer and postgresql-15-cron (the tools users run zklock with),
 #           gdb (holds a backend at the edge of a race window in 150_windows),
 #           openssl and libio-socket-ssl-perl (170_tls: certificates, and
-#           four-letter words on a TLS-only ensemble)
+#           four-letter words on a TLS-only ensemble),
+#           prometheus-postgres-exporter (197_exporter scrapes zklock's
+#           statistics through exporter/zklock_queries.yaml)
 #   The TLS-capable C client itself: test/build_zkc.sh (cmake, libssl-dev).
 set -eu
 
@@ -16,7 +18,8 @@ PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
 libzookeeper-mt-dev zookeeper libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
 default-jdk-headless make gcc pgbouncer postgresql-15-cron gdb \
-openssl libio-socket-ssl-perl cmake libssl-dev dpkg-dev patch"
+openssl libio-socket-ssl-perl cmake libssl-dev dpkg-dev patch \
+prometheus-postgres-exporter"
 
 missing=""
 for p in $PACKAGES; do

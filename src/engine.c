@@ -44,10 +44,9 @@
 
 #include <string.h>
 
+#include "miscadmin.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
-
-#include "miscadmin.h"
 
 #include "engine.h"
 #include "guc.h"

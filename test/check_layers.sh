@@ -59,6 +59,10 @@ probe refused ZKL_RECIPE_LAYER session_int.h
 # the session files: their internals, nothing above
 probe compiles "" session_int.h
 probe refused "" session_int.h "zkl_recipe_connect()"
+# the statistics are a plain helper: every layer may count
+probe compiles ZKL_SQL_LAYER stats.h "zkl_stats_reset()"
+probe compiles ZKL_LOCKSET_LAYER stats.h "zkl_stats_session(ZKL_SS_REQUESTS, 1)"
+probe compiles "" stats.h "zkl_stats_session(ZKL_SS_REQUESTS, 1)"
 
 echo "# layer probes: $n, failed: $bad"
 [ "$bad" -eq 0 ]

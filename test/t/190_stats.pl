@@ -209,7 +209,7 @@ ok($dealloc >= 50, "dealloc counts the evicted: $dealloc");
 # --- reset
 my $before = $east->safe_psql('postgres', 'SELECT stats_reset FROM zk_stat_sessions');
 $east->safe_psql('postgres', 'SELECT zk_stat_reset()');
-is($east->safe_psql('postgres', q{
+is($east->safe_psql('postgres', qq{
 	SELECT (SELECT count(*) FROM zk_stat_locks), requests, dealloc, stats_reset > '$before'
 	  FROM zk_stat_sessions}), '0|0|0|t', 'zk_stat_reset empties both and stamps stats_reset');
 

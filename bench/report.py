@@ -67,6 +67,7 @@ class Result:
         self.cycles = 0
         self.seconds = 0.0
         self.round_p50 = []
+        self.round_p99 = []
         self.round_rate = []
         self.fails = []
         self.sums = []
@@ -85,6 +86,7 @@ class Result:
             self.seconds += sec
             self.round_rate.append(c / sec if sec > 0 else 0)
             self.round_p50.append(pct(sorted(lat), 0.5) / 1000)
+            self.round_p99.append(pct(sorted(lat), 0.99) / 1000)
         self.lat.sort()
 
     @property
@@ -217,7 +219,8 @@ def figure_rows(fig, labels, latency_main, rs=None, whos=None):
         else:
             value = "%.0f/s" % r.rate
             vs = ratio(r.rate, floor.rate) if floor.ok else "-"
-            rounds = " ".join("%.0f" % x for x in r.round_rate) + " /s" + part
+            rounds = (" ".join("%.0f" % x for x in r.round_rate) + " /s; p99 "
+                      + " ".join(ms(x) for x in r.round_p99) + " ms" + part)
         row(labels[who], value, ms(r.p50), ms(r.p99), vs, rounds)
 
 
@@ -227,11 +230,13 @@ emit("   (value = 1/p50; p50/p99 of the whole cycle; vs floor = p50 ratio; per r
 figure_rows("cycle", LABEL, True)
 emit("2. contended hand-off: %s clients (one session each), one lock, %s x %s s"
      % (meta.get("handoff_clients"), ROUNDS, meta.get("seconds")))
-emit("   (value = cycles/s of all clients; p50/p99 of acquire; vs floor = rate ratio)")
+emit("   (value = cycles/s of all clients; p50/p99 of acquire; vs floor = rate ratio;"
+     " per round = rate, then p99 of acquire)")
 figure_rows("handoff", LABEL_HANDOFF, False)
 emit("3. distinct-lock throughput: %s clients (one session each), %s names, %s x %s s"
      % (meta.get("distinct_clients"), meta.get("distinct_clients"), ROUNDS, meta.get("seconds")))
-emit("   (value = cycles/s of all clients; p50/p99 of the cycle; vs floor = rate ratio)")
+emit("   (value = cycles/s of all clients; p50/p99 of the cycle; vs floor = rate ratio;"
+     " per round = rate, then p99)")
 figure_rows("distinct", LABEL_DISTINCT, False)
 
 

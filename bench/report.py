@@ -333,6 +333,30 @@ for rs, tag, nr, where in ((res, "r", ROUNDS, "loopback"), (resd, "d", DROUNDS, 
             " ".join(ms(x) for x in r.round_p50) + " ms")
 emit()
 
+# cross-region
+XROUNDS = int(meta.get("region_rounds_done") or 0)
+REGION = meta.get("region_ms", "20")
+resx = {}
+X_PEERS = ["floor", "zklock", "curator", "kazoo", "pg-advisory"]
+X_CRON = ["floor", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
+for who in X_PEERS:
+    resx["cycle", who] = Result("cycle", who, "x", max(XROUNDS, 1))
+    resx["latency", who] = Result("latency", who, "x", max(XROUNDS, 1))
+for who in X_CRON:
+    resx["cron", who] = Result("cron", who, "x", max(XROUNDS, 1))
+emit("11. cross-region: %s ms each way between every client and every server (one round,"
+     " fewer samples)" % REGION)
+if XROUNDS:
+    emit("11x. uncontended lock+unlock cycle")
+    figure_rows("cycle", LABEL, True, resx, X_PEERS)
+    emit("11x. hand-off latency (settle 3 ms + 6 x the one-way delay)")
+    figure_rows("latency", LABEL_LAT, True, resx, X_PEERS)
+    emit("11x. cron-job pattern")
+    figure_rows("cron", LABEL_CRON, True, resx, X_CRON)
+else:
+    emit("  no cross-region round (the delaying proxy did not start)")
+emit()
+
 # herd
 herd = {}
 emit("4. herd: %s waiters on one lock, then %s hand-offs (each waiter releases at once)"
@@ -512,6 +536,24 @@ for c, what in (("zk", "zklock loaded on first call"), ("central", "zklock prelo
                % (what, mem[c], mem_anon[c], ",".join(str(x) for x in sorted(set(idle_threads)))))
     else:
         target(False, "< 2 MB RSS per connected backend (%s): measurement FAILED" % what)
+
+# cross-region targets: with the release awaited, zklock's cycle is two
+# round trips against Curator's three (2/3 the limit)
+if XROUNDS:
+    a, cu = resx["latency", "zklock"], resx["latency", "curator"]
+    if a.ok and cu.ok:
+        target(a.p50 <= 0.6 * cu.p50, "cross-region (%s ms) hand-off latency <= 0.6x Curator's:"
+               " %s ms vs %s ms (%s)" % (REGION, ms(a.p50), ms(cu.p50), ratio(a.p50, cu.p50)))
+    else:
+        target(False, "cross-region hand-off latency: no result")
+    a, cu = resx["cycle", "zklock"], resx["cycle", "curator"]
+    if a.ok and cu.ok:
+        target(a.p50 <= 0.72 * cu.p50, "cross-region (%s ms) uncontended cycle <= 0.72x Curator's:"
+               " %s ms vs %s ms (%s)" % (REGION, ms(a.p50), ms(cu.p50), ratio(a.p50, cu.p50)))
+    else:
+        target(False, "cross-region uncontended cycle: no result")
+else:
+    target(False, "cross-region targets: no cross-region round")
 
 # the targets of the hand-off, distance and cron-job figures
 for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):

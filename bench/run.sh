@@ -24,7 +24,8 @@
 #
 # Settings (environment): BENCH_ROUNDS (3), BENCH_CYCLES (600 per round),
 # BENCH_SECONDS (3 per run), BENCH_HERD (500 waiters), BENCH_DELAY_MS (2),
-# BENCH_DELAY_ROUNDS (2), BENCH_DELAY_CYCLES (120 per round), BENCH_KEEP=1
+# BENCH_DELAY_ROUNDS (2), BENCH_DELAY_CYCLES (120 per round),
+# BENCH_REGION_MS (20, the cross-region distance), BENCH_KEEP=1
 # keeps the work directory.  Must run as root (installs zklock; clusters run
 # as "postgres").
 set -u
@@ -239,9 +240,14 @@ ASYNC="-c zklock.synchronous_release=off"
 CI_ZK_ASYNC="$CI_ZK options='$ASYNC'"
 CI_ZK_ASYNC_D="$CI_ZK options='-c zklock.hosts=$D_HOSTS $ASYNC'"
 
-# at_distance 0|1: the hosts and conninfos the contenders use
+# at_distance 0|1|2: the hosts and conninfos the contenders use (2: the
+# cross-region distance, set up further down)
 at_distance() {
-	if [ "$1" = 1 ]; then
+	if [ "$1" = 2 ]; then
+		H=$X_HOSTS CZ=$CI_ZK_X CC=$CI_CENTRAL_X CPRE=$CI_PRELOADED_X CZA=$CI_ZK_X
+		CYC=30 WRM=5 JW=30 LN=24 CN=12
+		SETTLE=$((3000 + 6000 * REGION_MS))
+	elif [ "$1" = 1 ]; then
 		H=$D_HOSTS CZ=$CI_ZK_D CC=$CI_CENTRAL_D CPRE=$CI_PRELOADED_D CZA=$CI_ZK_ASYNC_D
 		CYC=$DCYCLES WRM=20 JW=100 LN=$((LAT_N / 2)) CN=$((CRON_N / 2))
 		SETTLE=$((3000 + 6000 * DELAY_MS))
@@ -419,6 +425,40 @@ while [ $r -le "$DROUNDS" ]; do
 done
 echo "delay_rounds_done=$drounds_done" >>"$R/meta"
 at_distance 0
+
+# ---------------------------------------------------------------- cross-region
+# A lock shared by data centers: BENCH_REGION_MS (20) each way, through a
+# second delaying proxy.  One round with fewer samples: the uncontended
+# cycle, the hand-off latency and the cron job, zklock beside Curator,
+# kazoo and the central PostgreSQL's advisory lock.
+REGION_MS=${BENCH_REGION_MS:-20}
+region_rounds_done=0
+mkfifo "$W/proxyx.out"
+"$W/bin/delay_proxy" $((REGION_MS * 1000)) $ZK_PORTS "$CENTRAL_PORT" >"$W/proxyx.out" 2>"$W/proxyx.log" &
+PROXYX_PID=$!
+BG_PIDS="$BG_PIDS $PROXYX_PID"
+if read -r XPORTS <"$W/proxyx.out"; then
+	set -- $XPORTS
+	X_HOSTS=""
+	while [ $# -gt 1 ]; do
+		X_HOSTS="$X_HOSTS${X_HOSTS:+,}127.0.0.1:$1"
+		shift
+	done
+	CI_ZK_X="$CI_ZK options='-c zklock.hosts=$X_HOSTS'"
+	CI_CENTRAL_X="host=127.0.0.1 port=$1 user=postgres dbname=postgres"
+	CI_PRELOADED_X="$CI_CENTRAL options='-c zklock.hosts=$X_HOSTS'"
+	say "cross-region: ${REGION_MS} ms each way"
+	at_distance 2
+	for who in floor zklock curator kazoo pg-advisory; do run_one cycle "$who" x1; done
+	for who in floor zklock curator kazoo pg-advisory; do run_one latency "$who" x1; done
+	for who in floor zklock zklock-preloaded pg-connect pg-advisory; do run_one cron "$who" x1; done
+	at_distance 0
+	region_rounds_done=1
+else
+	say "cross-region: the delay proxy did not start: no cross-region rows"
+fi
+echo "region_ms=$REGION_MS" >>"$R/meta"
+echo "region_rounds_done=$region_rounds_done" >>"$R/meta"
 
 # ---------------------------------------------------------------- TLS
 # zklock over TLS (zklock.ssl): a second ensemble that serves only a secure

@@ -11,11 +11,15 @@
 #   $p->mode('swallow')           forward requests, drop every reply
 #   $p->mode('cut')               close every connection, refuse new ones
 #   $p->mode('delay:MS')          forward both ways, each reply held MS ms
+#   $p->mode('hold:MS')           the same, but replies that came within
+#                                 50 ms of the first one due go together,
+#                                 so that a client sees a pipeline's
+#                                 answers at once (for counting turns)
 #   $p->requests('list')          requests of that kind seen so far (list,
 #                                 create, delete, get, exists, ping, ...)
 #   $p->turns                     round trips so far: requests (pings and
 #                                 auth aside) sent after a reply came back
-#                                 since the previous one; with 'delay:MS'
+#                                 since the previous one; with 'hold:MS'
 #                                 a client's pipeline counts as one
 #   $p->stop                      also done in DESTROY / END
 #
@@ -75,7 +79,7 @@ sub port { return $_[0]->{port}; }
 sub mode
 {
 	my ($self, $mode) = @_;
-	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|cut|delay:\d+)$/;
+	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|cut|(?:delay|hold):\d+)$/;
 	_write($self->{ctl}, $mode);
 	$self->_wait_ack($mode);
 }
@@ -242,7 +246,7 @@ sub _run
 	while (1)
 	{
 		my $want = _read($self->{ctl});
-		if ($want ne $mode && $want =~ /^(pass|swallow|cut|delay:\d+)$/)
+		if ($want ne $mode && $want =~ /^(pass|swallow|cut|(?:delay|hold):\d+)$/)
 		{
 			$mode = $want;
 			if ($mode eq 'cut')
@@ -255,9 +259,12 @@ sub _run
 		{
 			_write($self->{ack}, $mode);
 		}
-		my $delay = $mode =~ /^delay:(\d+)$/ ? $1 / 1000 : 0;
-		# Replies whose time has come (and all of them once no longer delaying).
-		while (@held && ($held[0][0] <= time || !$delay))
+		my $delay = $mode =~ /^(?:delay|hold):(\d+)$/ ? $1 / 1000 : 0;
+		# Replies whose time has come (and all of them once no longer
+		# delaying); holding, those due within 50 ms of the first go too.
+		my $until = time;
+		$until = $held[0][0] + 0.05 if @held && $held[0][0] <= time && $mode =~ /^hold:/;
+		while (@held && ($held[0][0] <= $until || !$delay))
 		{
 			my $h = shift @held;
 			_note_replies($h->[1], $h->[2]);

@@ -68,7 +68,7 @@ sub nodes_in
 		is(`/usr/bin/python3 $zkq '$hosts' create /zklock/rt-$i`, "created\n",
 			"directory rt-$i made by another client");
 	}
-	$proxy->mode('delay:300');
+	$proxy->mode('hold:300');
 	my $before = $proxy->turns;
 	my $tokens = $s->query_safe(
 		"SELECT zk_lock(ARRAY['rt-4', 'rt-2', 'rt-5', 'rt-1', 'rt-3'])");

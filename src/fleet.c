@@ -58,13 +58,16 @@ fleet_free(ZklFleetDir *d, int n)
 	}
 }
 
-/* The children a listing answered, or none when the node went. */
+/*
+ * The children a listing answered, or none when the node went or another
+ * client's ACL hides them (the view never fails on what others made).
+ */
 static int
 fleet_children(ZklOp *op, const char *path, char ***names)
 {
 	ZklRc		rc = zkl_session_answer(op);
 
-	if (rc == ZKL_RC_NO_NODE)
+	if (rc == ZKL_RC_NO_NODE || rc == ZKL_RC_DENIED)
 		return 0;
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(op, path);
@@ -210,7 +213,7 @@ fleet_batch(ZklFleetDir *d, int n, List **rows)
 				row->holder_data = pstrdup(zkl_session_op_data(d[i].get, &czxid));
 				fleet_lease_limit(row);
 			}
-			else if (rc != ZKL_RC_NO_NODE)
+			else if (rc != ZKL_RC_NO_NODE && rc != ZKL_RC_DENIED)
 				zkl_session_raise(d[i].get, d[i].holder);
 		}
 		if (d[i].stat)

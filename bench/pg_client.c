@@ -8,6 +8,10 @@
  *                                                      queue on one lock
  *   pg_client mem      CONNINFO BACKENDS OUT           RSS of backends before
  *                                                      and after a zklock session
+ *   pg_client memall   CONNINFO BACKENDS OUT           the same with all of them
+ *                                                      connected and using zklock
+ *                                                      at once (PSS divides the
+ *                                                      shared pages among them)
  *   pg_client latency  CONNINFO MODE WARM N SETTLE_US OUT
  *                                                      hand-off latency: from
  *                                                      the holder's unlock sent
@@ -716,6 +720,64 @@ run_mem(int n, const char *out)
 	return 0;
 }
 
+/*
+ * n backends that all use zklock at once: each measured after SELECT 1
+ * and again after zk_try_lock + zk_unlock, while the others are connected
+ * and have used it too, so that the pages they share (zklock.so, the
+ * client library) divide among them in PSS as they do on a busy server.
+ */
+static int
+run_mem_all(int n, const char *out)
+{
+	char		path[1024];
+	FILE	   *f;
+	PGconn	  **conns = calloc(n, sizeof(PGconn *));
+	int		   *pids = calloc(n, sizeof(int));
+	ProcMem    *a = calloc(n, sizeof(ProcMem));
+
+	snprintf(path, sizeof(path), "%s.sum", out);
+	if (!(f = fopen(path, "w")) || !conns || !pids || !a)
+		die("cannot write %s", path);
+	for (int i = 0; i < n; i++)
+	{
+		conns[i] = connect_db();
+		pids[i] = scalar_int(conns[i], "SELECT pg_backend_pid()");
+		PQclear(PQexec(conns[i], "SELECT 1"));
+	}
+	usleep(200 * 1000);
+	for (int i = 0; i < n; i++)
+		a[i] = proc_mem(pids[i]);
+	for (int i = 0; i < n; i++)
+	{
+		char		sql[128];
+		PGresult   *r;
+
+		snprintf(sql, sizeof(sql),
+				 "SELECT zk_try_lock('bench-memall-%d') AND zk_unlock('bench-memall-%d')",
+				 i, i);
+		r = PQexec(conns[i], sql);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK ||
+			strcmp(PQgetvalue(r, 0, 0), "t") != 0)
+			die("%s: %s", sql, PQerrorMessage(conns[i]));
+		PQclear(r);
+	}
+	usleep(500 * 1000);			/* let the ZooKeeper threads settle */
+	for (int i = 0; i < n; i++)
+	{
+		ProcMem		b = proc_mem(pids[i]);
+
+		fprintf(f, "zk%d=pid:%d rss:%ld:%ld anon:%ld:%ld file:%ld:%ld shmem:%ld:%ld "
+				"pss:%ld:%ld private:%ld:%ld threads:%ld:%ld\n",
+				i, pids[i], a[i].rss, b.rss, a[i].anon, b.anon, a[i].file, b.file,
+				a[i].shmem, b.shmem, a[i].pss, b.pss, a[i].priv, b.priv,
+				a[i].threads, b.threads);
+	}
+	for (int i = 0; i < n; i++)
+		PQfinish(conns[i]);
+	fclose(f);
+	return 0;
+}
+
 /* Read a busy connection's result; 0 if it is one row (and "t" for U). */
 static int
 collect(Client *c, const char *stmt)
@@ -900,7 +962,7 @@ main(int argc, char **argv)
 				"usage: pg_client cycle CONNINFO MODE WARM N OUT\n"
 				"       pg_client handoff|distinct CONNINFO MODE CLIENTS SECONDS OUT\n"
 				"       pg_client herd CONNINFO WAITERS OUT\n"
-				"       pg_client mem CONNINFO BACKENDS OUT\n"
+				"       pg_client mem|memall CONNINFO BACKENDS OUT\n"
 				"       pg_client latency CONNINFO MODE WARM N SETTLE_US OUT\n"
 				"       pg_client cron CONNINFO zklock|advisory|connect WARM N OUT\n");
 		return 2;
@@ -910,6 +972,8 @@ main(int argc, char **argv)
 		return run_herd(atoi(argv[3]), argv[4]);
 	if (strcmp(argv[1], "mem") == 0)
 		return run_mem(atoi(argv[3]), argv[4]);
+	if (strcmp(argv[1], "memall") == 0 && argc == 5)
+		return run_mem_all(atoi(argv[3]), argv[4]);
 	if (strcmp(argv[1], "cron") == 0 && argc == 7)
 		return run_cron(argv[3], atoi(argv[4]), atoi(argv[5]), argv[6]);
 	if (strcmp(argv[1], "latency") == 0 && argc == 8)

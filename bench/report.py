@@ -431,6 +431,27 @@ for c, label in (("zk", "zklock      loaded on first call"),
         elif c == "zk":
             row("control     pg_try_advisory_lock + unlock", "%+.0f kB" % delta("rss"),
                 "-", "-", "-", detail)
+# PSS with MEM_ALL backends using zklock at once
+mem_all = None
+s_all = kv(os.path.join(R, "memall.zk.sum"))
+if s_all:
+    recs = []
+    for k, v in s_all.items():
+        if k.startswith("zk") and k[2:].isdigit():
+            f = dict(x.split(":", 1) for x in v.split())
+            recs.append({name: tuple(int(y) for y in f[name].split(":"))
+                         for name in MEM_KEYS if name in f})
+    if recs:
+        def dall(name):
+            return sum(r[name][1] - r[name][0] for r in recs) / len(recs)
+        mem_all = (len(recs), dall("pss"), dall("anon"), dall("private"), dall("rss"),
+                   sorted(set(r["threads"][1] for r in recs)))
+        row("zklock      %d using backends at once" % len(recs), "PSS %+.0f kB" % mem_all[1],
+            "-", "-", "-", "per backend: anon %+.0f, USS %+.0f, VmRSS %+.0f kB; threads %s"
+            % (mem_all[2], mem_all[3], mem_all[4], ",".join(str(t) for t in mem_all[5])))
+else:
+    row("zklock      %s using backends at once" % meta.get("mem_all", "?"), "FAILED", "-", "-", "-",
+        read_text(os.path.join(R, "memall.zk.fail"))[:60])
 emit("-" * 105)
 if idle_threads:
     emit("backends that never called zk_* (after SELECT 1, %d measured, both clusters):"
@@ -554,6 +575,12 @@ if XROUNDS:
         target(False, "cross-region uncontended cycle: no result")
 else:
     target(False, "cross-region targets: no cross-region round")
+
+if mem_all:
+    target(mem_all[1] < 1024, "PSS under 1 MB per using backend at %d backends: %+.0f kB"
+           " (private anon %+.0f kB, USS %+.0f kB)" % (mem_all[0], mem_all[1], mem_all[2], mem_all[3]))
+else:
+    target(False, "PSS under 1 MB per using backend: measurement FAILED")
 
 # the targets of the hand-off, distance and cron-job figures
 for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):

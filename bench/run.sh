@@ -46,6 +46,7 @@ HANDOFF_CLIENTS=8
 DISTINCT_CLIENTS=32
 HERD=${BENCH_HERD:-500}
 MEM_BACKENDS=5
+MEM_ALL=20           # backends using zklock at once, for PSS
 BUDGET_ROUNDS_S=200  # start no further loopback round after this much time
 BUDGET_DELAY_S=420   # start no further round at a distance after this much
 PY=/usr/bin/python3  # kazoo imports only under Debian's python3
@@ -579,6 +580,18 @@ for c in zk central; do
 		say "  memory $c FAILED: $(cat "$R/mem.$c.fail")"
 	fi
 done
+
+# what a using backend costs the machine: MEM_ALL backends connected and
+# using zklock at once, so that PSS divides the shared pages among them
+say "memory: $MEM_ALL backends using zklock at once"
+if timeout -k 5 120 "$W/bin/pg_client" memall "$CI_ZK" $MEM_ALL "$R/memall.zk" >"$R/memall.zk.log" 2>&1; then
+	say "  memory (all at once) ok"
+else
+	tail -2 "$R/memall.zk.log" | tr '\n' ' ' | cut -c1-200 >"$R/memall.zk.fail"
+	rm -f "$R/memall.zk.sum"
+	say "  memory (all at once) FAILED: $(cat "$R/memall.zk.fail")"
+fi
+echo "mem_all=$MEM_ALL" >>"$R/meta"
 
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$R/meta"
 echo "elapsed_s=$(($(date +%s) - T_START))" >>"$R/meta"

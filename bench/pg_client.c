@@ -917,17 +917,31 @@ run_cron(const char *what, int warm, int n, const char *out)
 		Client		c = {0};
 		double		t0;
 
+		double		t1,
+					t2,
+					t3;
+
 		if (i == warm)
 			t_all = now_s();
 		t0 = now_s();
 		c.conn = connect_db();
-		if (lock_sql && (simple(&c, lock_sql) != 0 || simple(&c, unlock_sql) != 0))
+		t1 = now_s();
+		if (lock_sql && simple(&c, lock_sql) != 0)
 			die("%s", c.err);
+		t2 = now_s();
+		if (lock_sql && simple(&c, unlock_sql) != 0)
+			die("%s", c.err);
+		t3 = now_s();
 		PQfinish(c.conn);
 		if (i >= warm)
 		{
 			add_sample(&acc.lat, now_s() - t0);
 			acc.cycles++;
+			/* the breakdown: connect, first lock, unlock, disconnect */
+			acc.t_begin += t1 - t0;
+			acc.t_lock += t2 - t1;
+			acc.t_unlock += t3 - t2;
+			acc.t_commit += now_s() - t3;
 		}
 	}
 	write_results(out, &acc, 1, now_s() - t_all);

@@ -240,6 +240,20 @@ emit("   (value = cycles/s of all clients; p50/p99 of the cycle; vs floor = rate
 figure_rows("distinct", LABEL_DISTINCT, False)
 
 
+def cron_breakdown(rs):
+    """Where a cron job's time goes, as means over its samples."""
+    z, f = rs["cron", "zklock"], rs["cron", "floor"]
+    if z.ok:
+        emit("   breakdown, zklock: connect %s ms, first zk_lock (session open, create, listing)"
+             " %s ms, zk_unlock %s ms, disconnect %s ms"
+             % tuple(ms(z.mean_of(k) / 1000) for k in
+                     ("mean_begin_us", "mean_lock_us", "mean_unlock_us", "mean_commit_us")))
+    if f.ok:
+        emit("   breakdown, floor: session open %s ms, create + delete %s ms, close %s ms"
+             % tuple(ms(f.mean_of(k) / 1000) for k in
+                     ("mean_connect_us", "mean_lock_us", "mean_close_us")))
+
+
 def rtt(rs):
     r = rs["cycle", "floor-read"]
     return ms(r.p50) if r.ok else "-"
@@ -254,6 +268,7 @@ emit("7. cron-job pattern: every sample a new connection (PostgreSQL) or session
      " %s per round, %s rounds" % (meta.get("cron_n"), ROUNDS))
 emit("   (value = 1/p50; vs floor = p50 ratio to the C client's whole session)")
 figure_rows("cron", LABEL_CRON, True, res, CRON_PEERS)
+cron_breakdown(res)
 
 emit()
 emit("at a distance: %s ms each way between every client and every server (bench/delay_proxy.c;"
@@ -272,6 +287,7 @@ emit("6d. hand-off latency (settle 3 ms + 6 x the one-way delay)")
 figure_rows("latency", LABEL_LAT, True, resd, LAT_PEERS)
 emit("7d. cron-job pattern (PostgreSQL local, ZooKeeper and the central PostgreSQL at the distance)")
 figure_rows("cron", LABEL_CRON, True, resd, CRON_PEERS)
+cron_breakdown(resd)
 emit()
 
 # the cost of a release that has happened when it returns

@@ -156,29 +156,40 @@ sub _wait_ack
 	}
 }
 
-# Count the whole request frames in a client's stream; the handshake (the
-# first frame) is not a request.
+# The whole length-prefixed frames that $data completes in the stream
+# buffered at $e->{$key}, but the first of the stream (the handshake, or
+# its answer), which $e->{"$key.greeted"} records as seen.
+sub _frames
+{
+	my ($e, $key, $data) = @_;
+	my @frames;
+	$e->{$key} .= $data;
+	while (length($e->{$key}) >= 4)
+	{
+		my $len = unpack('N', $e->{$key});
+		last if length($e->{$key}) < 4 + $len;
+		my $frame = substr($e->{$key}, 4, $len);
+		substr($e->{$key}, 0, 4 + $len) = '';
+		if ($e->{"$key.greeted"}++)
+		{
+			push @frames, $frame;
+		}
+	}
+	return @frames;
+}
+
+# Count the request frames in a client's stream by opcode; a request
+# (pings and auth aside) after a reply begins a round trip.
 sub _count_frames
 {
 	my ($e, $data, $counts) = @_;
-	$e->{in} .= $data;
 	my $changed = 0;
-	while (length($e->{in}) >= 4)
+	for my $frame (_frames($e, 'in', $data))
 	{
-		my $len = unpack('N', $e->{in});
-		last if length($e->{in}) < 4 + $len;
-		my $frame = substr($e->{in}, 4, $len);
-		substr($e->{in}, 0, 4 + $len) = '';
-		if (!$e->{greeted})
-		{
-			$e->{greeted} = 1;
-			next;
-		}
-		next if $len < 8;
+		next if length($frame) < 8;
 		my (undef, $op) = unpack('l> l>', $frame);
 		$counts->{$op}++;
 		$changed = 1;
-		# a request after a reply begins a round trip (pings, auth aside)
 		next if $op == 11 || $op == 100;
 		$counts->{turns}++ if $e->{replied} // 1;
 		$e->{replied} = 0;
@@ -188,25 +199,14 @@ sub _count_frames
 
 # Note the replies in a server's stream on their way to the client entry
 # $ce: a reply to a request (not a ping's, not a notification) ends a
-# round trip.  The first frame is the answer to the handshake.
+# round trip.
 sub _note_replies
 {
 	my ($ce, $data) = @_;
-	$ce->{rin} .= $data;
-	while (length($ce->{rin}) >= 4)
+	for my $frame (_frames($ce, 'rin', $data))
 	{
-		my $len = unpack('N', $ce->{rin});
-		last if length($ce->{rin}) < 4 + $len;
-		my $frame = substr($ce->{rin}, 4, $len);
-		substr($ce->{rin}, 0, 4 + $len) = '';
-		if (!$ce->{rgreeted})
-		{
-			$ce->{rgreeted} = 1;
-			next;
-		}
-		next if $len < 4;
-		my ($xid) = unpack('l>', $frame);
-		$ce->{replied} = 1 if $xid >= 0;
+		next if length($frame) < 4;
+		$ce->{replied} = 1 if unpack('l>', $frame) >= 0;
 	}
 }
 
@@ -293,7 +293,7 @@ sub _run
 					close $c;
 					next;
 				}
-				my $ce = { s => $c, client => 1, in => '', greeted => 0 };
+				my $ce = { s => $c, client => 1 };
 				my $se = { s => $srv, client => 0 };
 				$ce->{to} = $srv;
 				$se->{to} = $c;

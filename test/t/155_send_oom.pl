@@ -116,8 +116,13 @@ is($rc, -5, 'zoo_acreate2 returns ZMARSHALLINGERROR when its last calloc fails')
 $g->cmd('set $freed = 0');
 $g->cmd('set $completed = 0');
 $g->cmd('set $freed_first = -1');
-like($g->cmd("break *free if \$rdi == \$op\ncommands\nsilent\nset \$freed = \$freed + 1\ncontinue\nend") // '',
-	qr/Breakpoint \d+ at/, 'gdb counts the frees of the request object');
+# Counting stops at the first free: the address may serve a new object
+# afterwards, whose free is no second free of this one (a real double free
+# aborts the backend in glibc, which the checks after it would see).
+my ($free_bp) = ($g->cmd("break *free if \$rdi == \$op") // '') =~ /Breakpoint (\d+) at/;
+ok($free_bp, 'gdb counts the frees of the request object');
+$g->cmd("commands $free_bp\nsilent\nset \$freed = \$freed + 1\ndisable $free_bp\ncontinue\nend")
+  if $free_bp;
 like($g->cmd("break *\$cb if \$rcx == \$op\ncommands\nsilent\nset \$completed = \$completed + 1\n"
 	  . "if \$freed_first < 0\nset \$freed_first = \$freed\nend\ncontinue\nend") // '',
 	qr/Breakpoint \d+ at/, 'and the runs of its completion');
@@ -137,7 +142,7 @@ ok(poll_until(sub { (gdb_value($g, '$completed') // 0) >= 1 }, 30),
 is(gdb_value($g, '$freed_first'), 0,
 	'its request object was not freed before the completion ran');
 ok(poll_until(sub { (gdb_value($g, '$freed') // 0) == 1 }, 15),
-	'and is freed once, after it')
+	'and is freed, after it (once: the backend survives, below)')
   or diag('freed: ' . (gdb_value($g, '$freed') // 'undef'));
 $g->detach;
 ($out, $err) = finish_wait($s);

@@ -129,7 +129,8 @@ trap 'exit 129' HUP
 
 # ---------------------------------------------------------------- build
 say "building and installing zklock"
-(cd "$top" && make -s >/dev/null && make -s install >/dev/null) ||
+# from clean: objects built for another major (make PG=18) would link
+(cd "$top" && make -s clean >/dev/null && make -s >/dev/null && make -s install >/dev/null) ||
 	fail "make / make install of zklock failed"
 
 W=$(mktemp -d /tmp/zklock-bench.XXXXXX)

@@ -1,5 +1,5 @@
 /*
- * Unit tests of src/names.c: escaping, child parsing, serial-number order
+ * Unit tests of src/names.c: escaping and its inverse, child parsing, serial-number order
  * across the int32 wrap, and the recipe's blocker decision.  TAP output.
  */
 #include <stdio.h>
@@ -8,40 +8,15 @@
 #include "names.h"
 #include "tap.h"
 
-/*
- * Decode an escaped name: -1 unless it is exactly what zkl_names_escape
- * produces (one name, one encoding).  Here to prove the escape reversible.
- */
+/* zkl_names_unescape as a length, or -1 when it refuses. */
 static int
 unescape(const char *in, char *out, size_t outsize)
 {
-	size_t		o = 0;
+	size_t		len;
 
-	for (size_t i = 0; in[i] != '\0'; i++)
-	{
-		unsigned int c = (unsigned char) in[i];
-		bool		escaped = in[i] == '%';
-		char		again[4];
-
-		if (o + 1 >= outsize)
-			return -1;
-		if (escaped)
-		{
-			if (in[i + 1] == '\0' || in[i + 2] == '\0' ||
-				strchr("0123456789ABCDEF", in[i + 1]) == NULL ||
-				strchr("0123456789ABCDEF", in[i + 2]) == NULL ||
-				sscanf(in + i + 1, "%2X", &c) != 1)
-				return -1;
-			i += 2;
-		}
-		/* The byte must be written the way escape writes it. */
-		zkl_names_escape(&(char) {(char) c}, 1, again);
-		if ((again[0] == '%') != escaped)
-			return -1;
-		out[o++] = (char) c;
-	}
-	out[o] = '\0';
-	return (int) o;
+	if (strlen(in) + 1 > outsize || !zkl_names_unescape(in, out, &len))
+		return -1;
+	return (int) len;
 }
 
 static void
@@ -72,6 +47,20 @@ test_escape(void)
 		  "escaped plain byte is rejected (one name, one encoding)");
 	check(unescape("a.b", back, sizeof(back)) < 0,
 		  "unescaped dot is rejected");
+	check(unescape("%2f", back, sizeof(back)) < 0,
+		  "lower-case hex is rejected (escape writes upper case)");
+	check(unescape("", back, sizeof(back)) < 0, "an empty name is rejected");
+	check(unescape("key:42", back, sizeof(back)) == 6 && strcmp(back, "key:42") == 0,
+		  "an integer key's directory names itself");
+	check(unescape("key:-1:7", back, sizeof(back)) == 8,
+		  "so does a key pair, signs included");
+	check(unescape("key:4:", back, sizeof(back)) < 0 &&
+		  unescape("key::4", back, sizeof(back)) < 0 &&
+		  unescape("key:1:2:3", back, sizeof(back)) < 0 &&
+		  unescape("key:x", back, sizeof(back)) < 0,
+		  "malformed keys are rejected");
+	check(unescape("jobs.daily", back, sizeof(back)) < 0,
+		  "another client's directory with a dot is no zklock name");
 }
 
 static void

@@ -173,8 +173,14 @@ $a->query_safe("SELECT zk_unlock('changed')");
 # lists once, with the watch (a listing without it, then another with it,
 # was one round trip too many)
 $h->query_safe("SELECT zk_semaphore('semwake', 1)");
+my $watches = $zk->all_watches;
 start_wait($a, "SELECT zk_semaphore('semwake', 1) > 0");
-poll_until(sub { is_waiting($node, $apid) && zk_count($zk, '/zklock/semwake/leases') == 2 }, 30)
+# Queued means its child watch on the leases is set (mntr counts child
+# watches): "waiting" alone is also true while its first listings are
+# answered, and one of those would then count as the wake's.
+poll_until(sub {
+		is_waiting($node, $apid) && zk_count($zk, '/zklock/semwake/leases') == 2
+		  && $zk->all_watches > $watches }, 30)
   or die 'the semaphore waiter did not queue';
 $before = listings();
 is(`/usr/bin/python3 $zkq '$hosts' create /zklock/semwake/leases/foreign-lease`, "created\n",

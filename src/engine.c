@@ -141,6 +141,26 @@ zkl_recipe_waits(const char **display)
 	return zkl_engine_wait_count;
 }
 
+/*
+ * Fill in the caller's part of a contender (the rest starts zeroed): the
+ * one place the policies' acquisitions are set up.
+ */
+void
+zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
+					 const char *dir, const char *display, bool semaphore,
+					 const char *infix, const char *data,
+					 TimestampTz deadline)
+{
+	memset(c, 0, sizeof(*c));
+	c->policy = policy;
+	c->dir = dir;
+	c->display = display;
+	c->semaphore = semaphore;
+	c->infix = infix;
+	c->data = data;
+	c->deadline = deadline;
+}
+
 /* Whether a child name carries this session's prefix. */
 bool
 zkl_engine_is_ours(const char *name)

@@ -138,6 +138,10 @@ typedef struct ZklQueueEntry
 	int64		czxid;
 } ZklQueueEntry;
 
+extern void zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
+								 const char *dir, const char *display,
+								 bool semaphore, const char *infix,
+								 const char *data, TimestampTz deadline);
 extern ZklAcquire zkl_engine_run(ZklContender *c);
 extern ZklAcquire zkl_engine_run_set(ZklContender *cs, int n);
 extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir,

@@ -271,9 +271,12 @@ lockset_forget_if_unheld(ZklLock *lock)
 
 	if (lock->session_holds > 0 || lockset_xact_holds(lock) > 0)
 		return;
-	held.hold_time_total = held.hold_time_max =
-		zkl_stats_ms_since(lock->acquired_at);
-	lockset_count(lock, &held);
+	if (zkl_stats_available())
+	{
+		held.hold_time_total = held.hold_time_max =
+			zkl_stats_ms_since(lock->acquired_at);
+		lockset_count(lock, &held);
+	}
 	/* A node of an earlier session went with it. */
 	if (lock->epoch == zkl_recipe_epoch())
 	{

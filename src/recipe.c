@@ -52,14 +52,8 @@ recipe_run(const char *dir, const char *display, bool semaphore,
 {
 	ZklContender c;
 
-	memset(&c, 0, sizeof(c));
-	c.policy = &lock_policy;
-	c.dir = dir;
-	c.display = display;
-	c.semaphore = semaphore;
-	c.infix = infix;
-	c.data = data;
-	c.deadline = deadline;
+	zkl_engine_contender(&c, &lock_policy, dir, display, semaphore, infix,
+						 data, deadline);
 	if (zkl_engine_run(&c) != ZKL_ACQUIRED)
 		return ZKL_TIMED_OUT;
 	*node = c.node;
@@ -100,14 +94,9 @@ zkl_recipe_acquire_set(int n, const char *const *dirs,
 	ZklContender *cs = palloc0(sizeof(ZklContender) * n);
 
 	for (int i = 0; i < n; i++)
-	{
-		cs[i].policy = &lock_policy;
-		cs[i].dir = dirs[i];
-		cs[i].display = displays[i];
-		cs[i].infix = shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix();
-		cs[i].data = data;
-		cs[i].deadline = deadline;
-	}
+		zkl_engine_contender(&cs[i], &lock_policy, dirs[i], displays[i], false,
+							 shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix(),
+							 data, deadline);
 	if (zkl_engine_run_set(cs, n) != ZKL_ACQUIRED)
 	{
 		*blocked = 0;

@@ -103,16 +103,10 @@ zkl_recipe_lease(const char *dir, const char *display, int max_leases,
 	if (zkl_recipe_acquire_mutex(psprintf("%s/locks", dir), display, data,
 								 deadline, &mutex, &mutex_token) != ZKL_ACQUIRED)
 		return ZKL_TIMED_OUT;
-	memset(&c, 0, sizeof(c));
-	c.policy = &lease_policy;
-	c.dir = psprintf("%s/leases", dir);
-	c.display = display;
-	c.semaphore = true;
-	c.infix = ZKL_LEASE_INFIX;
-	c.data = data;
+	zkl_engine_contender(&c, &lease_policy, psprintf("%s/leases", dir),
+						 display, true, ZKL_LEASE_INFIX, data, deadline);
 	c.max_leases = max_leases;
 	c.anchor = mutex;
-	c.deadline = deadline;
 	PG_TRY();
 	{
 		got = zkl_engine_run(&c);

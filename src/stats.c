@@ -57,9 +57,7 @@ typedef struct ZklStatShared
 static ZklStatShared *zkl_stat_shared = NULL;
 static HTAB *zkl_stat_hash = NULL;
 static shmem_startup_hook_type zkl_prev_shmem_startup = NULL;
-#if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type zkl_prev_shmem_request = NULL;
-#endif
 
 static Size
 stats_memsize(void)
@@ -71,10 +69,8 @@ stats_memsize(void)
 static void
 stats_shmem_request(void)
 {
-#if PG_VERSION_NUM >= 150000
 	if (zkl_prev_shmem_request)
 		zkl_prev_shmem_request();
-#endif
 	RequestAddinShmemSpace(stats_memsize());
 	RequestNamedLWLockTranche("zklock", 1);
 }
@@ -111,12 +107,8 @@ stats_shmem_startup(void)
 void
 zkl_stats_init(void)
 {
-#if PG_VERSION_NUM >= 150000
 	zkl_prev_shmem_request = shmem_request_hook;
 	shmem_request_hook = stats_shmem_request;
-#else
-	stats_shmem_request();
-#endif
 	zkl_prev_shmem_startup = shmem_startup_hook;
 	shmem_startup_hook = stats_shmem_startup;
 }

@@ -9,6 +9,7 @@
 #  - zklock.log_lock_waits logs a wait at deadlock_timeout, naming the
 #    holder from its node, and logs its acquisition with the total wait;
 #  - zk_stat_sessions counts sessions, requests, notifications and proofs,
+#    a reconnect and an expiry (a backend cut off through its own proxy),
 #    and its sessions_open gauge follows the backends;
 #  - visibility as pg_stat_statements: a user sees their own rows, members
 #    of pg_read_all_stats every row; zk_stat_reset is not for PUBLIC;
@@ -25,6 +26,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time sleep);
 use ZkEnsemble;
+use ZkProxy;
 use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
@@ -205,6 +207,39 @@ my ($rows, $dealloc) = split /\|/, $east->safe_psql('postgres',
 	'SELECT (SELECT count(*) FROM zk_stat_locks), dealloc FROM zk_stat_sessions');
 ok($rows <= 100, "at most zklock.stat_max rows: $rows");
 ok($dealloc >= 50, "dealloc counts the evicted: $dealloc");
+
+# --- a reconnect and an expiry, through a proxy only this backend uses
+{
+	my $proxy = ZkProxy->new($zk->port(1));
+	my $s = waiter($east);
+	my $sessions = sub {
+		return split /\|/, $east->safe_psql('postgres',
+			'SELECT sessions_expired, reconnects, sessions_opened FROM zk_stat_sessions');
+	};
+	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'");
+	$s->query_safe("SET zklock.session_timeout = '3s'");
+	$s->query_safe("SELECT zk_try_lock('st-e')");
+	my ($expired, $reconnects, $opened) = $sessions->();
+	# a short cut: the connection drops, the session lives on
+	$proxy->mode('cut');
+	$proxy->mode('pass');
+	ok(poll_until(sub { ($sessions->())[1] == $reconnects + 1 }, 30),
+		'a connection dropped and made again: one reconnect');
+	# a long cut: the ensemble expires the session and deletes its node
+	$proxy->mode('cut');
+	ok(poll_until(sub { zk_count($zk, '/zklock/st-e') == 0 }, 30),
+		'cut off past its timeout, the session expires');
+	$proxy->mode('pass');
+	ok(poll_until(sub { ($sessions->())[0] == $expired + 1 }, 30),
+		'told so when it reconnects: one expiry');
+	$s->query("SELECT zk_unlock('st-e')");
+	like($s->{stderr}, qr/was lost before it was released/, 'and the lock is lost');
+	$s->{stderr} = '';
+	$s->query_safe("SELECT zk_try_lock('st-e2'), zk_unlock('st-e2')");
+	is(($sessions->())[2], $opened + 1, 'the next call opens a new session');
+	$s->quit;
+	$proxy->stop;
+}
 
 # --- reset
 my $before = $east->safe_psql('postgres', 'SELECT stats_reset FROM zk_stat_sessions');

@@ -263,6 +263,22 @@ lockset_count_end(const ZklAcqClock *clk, const char *name, ZklStatMode mode,
 	zkl_stats_lock(name, mode, &add);
 }
 
+/*
+ * Free a lock's entry (a new one whose recipe failed or timed out may be
+ * partly filled in); its node is not touched.  Never raises.
+ */
+static void
+lockset_discard(ZklLock *lock)
+{
+	if (lock->node)
+		pfree(lock->node);
+	if (lock->name)
+		pfree(lock->name);
+	if (lock->xact)
+		pfree(lock->xact);
+	hash_search(zkl_locks, &lock->key, HASH_REMOVE, NULL);
+}
+
 /* Drop the lock once no hold of either scope is left; never raises. */
 static void
 lockset_forget_if_unheld(ZklLock *lock)
@@ -283,11 +299,7 @@ lockset_forget_if_unheld(ZklLock *lock)
 		zkl_recipe_release(lock->node);
 		zkl_released = true;
 	}
-	pfree(lock->node);
-	pfree(lock->name);
-	if (lock->xact)
-		pfree(lock->xact);
-	hash_search(zkl_locks, &lock->key, HASH_REMOVE, NULL);
+	lockset_discard(lock);
 }
 
 /* Add a transaction hold; lockset_reserve_xact_hold made room for it. */
@@ -496,19 +508,6 @@ lockset_new(ZklLock **slot, ZklLockKey *key, const char *name,
 	lock->node = MemoryContextAllocZero(zkl_lock_cxt, strlen(dir) + 128);
 	lock->name = MemoryContextStrdup(zkl_lock_cxt, name);
 	lockset_reserve_xact_hold(lock);
-}
-
-/* Take back a new lock whose recipe failed or timed out; never raises. */
-static void
-lockset_discard(ZklLock *lock)
-{
-	if (lock->node)
-		pfree(lock->node);
-	if (lock->name)
-		pfree(lock->name);
-	if (lock->xact)
-		pfree(lock->xact);
-	hash_search(zkl_locks, &lock->key, HASH_REMOVE, NULL);
 }
 
 /*

@@ -35,6 +35,7 @@ int			zkl_node_naming = ZKL_NAMING_MUTEX;
 bool		zkl_synchronous_release = true;
 int			zkl_stat_max = 1000;
 bool		zkl_log_lock_waits = false;
+bool		zkl_log_sessions = false;
 bool		zkl_ssl = false;
 char	   *zkl_ssl_ca_file = NULL;
 char	   *zkl_ssl_cert_file = NULL;
@@ -273,6 +274,14 @@ zkl_guc_define(void)
 							 "Logs ZooKeeper lock waits that last longer than deadlock_timeout.",
 							 "Once when the wait has lasted deadlock_timeout (with the holder), and once when it ends.",
 							 &zkl_log_lock_waits,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("zklock.log_sessions",
+							 "Logs each ZooKeeper session this backend opens and closes, with where the time went.",
+							 "The open: name resolution, the start of the client's threads, connection and session creation. The close at exit: the wait for releases, then the close itself.",
+							 &zkl_log_sessions,
 							 false,
 							 PGC_SUSET,
 							 0,

@@ -31,6 +31,7 @@ extern int	zkl_node_naming;
 extern bool zkl_synchronous_release;
 extern int	zkl_stat_max;
 extern bool zkl_log_lock_waits;
+extern bool zkl_log_sessions;
 extern bool zkl_ssl;
 extern char *zkl_ssl_ca_file;
 extern char *zkl_ssl_cert_file;

@@ -164,6 +164,44 @@ session_close(void)
 	zkl_library_fds = 0;
 }
 
+/* Milliseconds from a to b. */
+static double
+session_ms(TimestampTz a, TimestampTz b)
+{
+	return (double) (b - a) / 1000.0;
+}
+
+/* This session's id as ZooKeeper shows it (0x...). */
+static char *
+session_id_text(void)
+{
+	int64		id;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	id = zkl_sess_state_session_id_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return psprintf("0x%" INT64_MODIFIER "x", (uint64) id);
+}
+
+/*
+ * zklock.log_sessions: where the open's time went.  The first call of a
+ * backend also loaded zklock and planned the statement before this began.
+ */
+static void
+session_log_open(zhandle_t *zh, TimestampTz begin, TimestampTz resolved,
+				 TimestampTz started)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	const char *server = zoo_get_current_server(zh);
+
+	ereport(LOG,
+			(errmsg("ZooKeeper session %s opened in %.3f ms",
+					session_id_text(), session_ms(begin, now)),
+			 errdetail("Name resolution %.3f ms, start of the client library's and the lease threads %.3f ms, connection and session creation %.3f ms; server %s.",
+					   session_ms(begin, resolved), session_ms(resolved, started),
+					   session_ms(started, now), server ? server : "unknown")));
+}
+
 /*
  * on_proc_exit: the open transaction is aborted by now, its releases
  * sent.  Give them a bounded time to be answered, then close, which frees
@@ -172,13 +210,31 @@ session_close(void)
 static void
 session_at_exit(int code, Datum arg)
 {
+	TimestampTz begin;
+	TimestampTz drained;
+	char	   *id = NULL;
+
 	(void) code;
 	(void) arg;
 	if (zkl_sess_state_handle() == NULL)
 		return;
+	begin = GetCurrentTimestamp();
+	if (zkl_log_sessions)
+		id = session_id_text();
 	zkl_sess_cleanup_issue();
 	zkl_sess_wait_drain(zkl_sess_state_all_answered, NULL, ZKL_EXIT_DRAIN_MS);
+	drained = GetCurrentTimestamp();
 	session_close();
+	if (id != NULL)
+	{
+		TimestampTz end = GetCurrentTimestamp();
+
+		ereport(LOG,
+				(errmsg("ZooKeeper session %s closed in %.3f ms",
+						id, session_ms(begin, end)),
+				 errdetail("Releases answered in %.3f ms; threads stopped and session closed in %.3f ms.",
+						   session_ms(begin, drained), session_ms(drained, end))));
+	}
 }
 
 /*
@@ -291,14 +347,52 @@ session_resolved(void *arg)
 }
 
 /*
+ * Whether every server of a connect string is given by a numeric IPv4
+ * address with a port, or in brackets (left to the library): then there
+ * is nothing to resolve, and no thread to start for it.
+ */
+static bool
+session_hosts_numeric(const char *hosts)
+{
+	const char *end = strchr(hosts, '/');
+	size_t		hlen = end ? (size_t) (end - hosts) : strlen(hosts);
+	const char *p = hosts;
+
+	while (p < hosts + hlen)
+	{
+		const char *comma = memchr(p, ',', hlen - (p - hosts));
+		size_t		len = comma ? (size_t) (comma - p) : hlen - (p - hosts);
+		const char *colon = NULL;
+		char		host[INET_ADDRSTRLEN];
+		struct in_addr addr;
+
+		for (const char *q = p; q < p + len; q++)
+			if (*q == ':')
+				colon = q;
+		if (memchr(p, '[', len) == NULL)
+		{
+			if (colon == NULL || (size_t) (colon - p) >= sizeof(host))
+				return false;
+			memcpy(host, p, colon - p);
+			host[colon - p] = '\0';
+			if (inet_pton(AF_INET, host, &addr) != 1)
+				return false;
+		}
+		p += len + (comma ? 1 : 0);
+	}
+	return true;
+}
+
+/*
  * Resolve the host names of zklock.hosts where a cancel or
  * statement_timeout is served, within connect_timeout.  Returns the
- * connect string with addresses (malloc'd).
+ * connect string with addresses (malloc'd).  A connect string of
+ * addresses only is returned as it is.
  */
 static char *
 session_resolve(void)
 {
-	ZklResolve *r = calloc(1, sizeof(ZklResolve));
+	ZklResolve *r;
 	pthread_t	thread;
 	sigset_t	all;
 	sigset_t	saved;
@@ -308,6 +402,16 @@ session_resolve(void)
 	char	   *failed = NULL;
 	int			gai_error = 0;
 
+	if (session_hosts_numeric(zkl_hosts))
+	{
+		result = strdup(zkl_hosts);
+		if (result == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+		return result;
+	}
+	r = calloc(1, sizeof(ZklResolve));
 	if (r == NULL || (r->hosts = strdup(zkl_hosts)) == NULL)
 	{
 		free(r);
@@ -509,6 +613,10 @@ session_open(void)
 	int			closed;
 	char		closed_list[512];
 
+	TimestampTz t_begin = GetCurrentTimestamp();
+	TimestampTz t_resolved;
+	TimestampTz t_started;
+
 	session_check_settings();
 	zkl_sess_wait_init();
 	if (!zkl_exit_registered)
@@ -525,6 +633,7 @@ session_open(void)
 	zkl_sess_request_set_identity();
 	zkl_sess_tls_prepare();
 	hosts = session_resolve();
+	t_resolved = GetCurrentTimestamp();
 	zkl_open_servers = session_count_servers(hosts);
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	zkl_sess_log_closed_reset_locked();
@@ -544,6 +653,7 @@ session_open(void)
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
 	zh = session_start_handle(hosts, &init_errno);
+	t_started = GetCurrentTimestamp();
 	free(hosts);
 	if (zh == NULL)
 	{
@@ -598,7 +708,11 @@ session_open(void)
 	closed = zkl_sess_log_closed_locked(closed_list, sizeof(closed_list));
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (connected)
+	{
+		if (zkl_log_sessions)
+			session_log_open(zh, t_begin, t_resolved, t_started);
 		return;
+	}
 	session_close();
 	if (closed >= zkl_open_servers)
 		session_raise_closed(closed_list);

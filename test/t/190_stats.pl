@@ -8,6 +8,8 @@
 #    per name of a set;
 #  - zklock.log_lock_waits logs a wait at deadlock_timeout, naming the
 #    holder from its node, and logs its acquisition with the total wait;
+#  - zklock.log_sessions logs a session's open and its close at exit,
+#    with where their time went;
 #  - zk_stat_sessions counts sessions, requests, notifications and proofs,
 #    a reconnect and an expiry (a backend cut off through its own proxy),
 #    and its sessions_open gauge follows the backends;
@@ -126,6 +128,29 @@ my $log_at = -s $east->logfile;
 	$holder->query_safe("SELECT zk_unlock('st-w')");
 }
 
+# --- zklock.log_sessions: the open and the close at exit, with their parts
+{
+	my $at = -s $east->logfile;
+	my $pid = $east->safe_psql('postgres', q{
+		SET zklock.log_sessions = on;
+		SELECT zk_lock('st-ls'), zk_unlock('st-ls');
+		SELECT pg_backend_pid();});
+	$pid = (split /\n/, $pid)[-1];
+	ok(poll_until(sub { slurp_file($east->logfile, $at) =~ /\[$pid\].*closed in/ }, 30),
+		'log_sessions: the close at exit is logged');
+	my $log = slurp_file($east->logfile, $at);
+	my ($id) = $log =~ /LOG:  ZooKeeper session (0x[0-9a-f]+) opened in \d+\.\d{3} ms/;
+	ok(defined $id, 'log_sessions: the open is logged with the session id and its time');
+	like($log, qr/DETAIL:  Name resolution \d+\.\d{3} ms, start of the client library's and the lease threads \d+\.\d{3} ms, connection and session creation \d+\.\d{3} ms; server 127\.0\.0\.1:\d+\./,
+		'the open\'s detail: resolution, thread start, connection, and the server');
+	like($log, qr/LOG:  ZooKeeper session \Q${\($id \/\/ '')}\E closed in \d+\.\d{3} ms\n.*DETAIL:  Releases answered in \d+\.\d{3} ms; threads stopped and session closed in \d+\.\d{3} ms\./,
+		'the close names the same session, with the wait for releases and the close');
+	my $quiet_at = -s $east->logfile;
+	$east->safe_psql('postgres', q{SELECT zk_lock('st-ls'), zk_unlock('st-ls')});
+	$east->safe_psql('postgres', 'SELECT 1');
+	unlike(slurp_file($east->logfile, $quiet_at), qr/ZooKeeper session 0x/, 'off by default: nothing logged');
+}
+
 # --- a deadlock across the clusters: counted once, by its victim
 {
 	my $a = session($east);
@@ -171,7 +196,7 @@ my $log_at = -s $east->logfile;
 {
 	my ($opened, $requests, $notes, $proofs, $failed, $open) = split /\|/, $east->safe_psql('postgres',
 		'SELECT sessions_opened, requests, notifications, proofs, proofs_failed, sessions_open FROM zk_stat_sessions');
-	is($opened, 4, 'sessions opened: one per backend that used zklock');
+	is($opened, 6, 'sessions opened: one per backend that used zklock');
 	ok($requests > 20, "requests: $requests");
 	ok($notes >= 1, "notifications: $notes (a wait was woken)");
 	ok($proofs >= 1 && $failed >= 1, "proofs $proofs, failed $failed (the deleted node)");

@@ -21,7 +21,11 @@
  *   pg_client cron     CONNINFO MODE WARM N OUT        a cron job: connect,
  *                                                      lock, unlock, disconnect
  *                                                      (MODE connect: only
- *                                                      connect and disconnect)
+ *                                                      connect and disconnect;
+ *                                                      load: connect, SELECT
+ *                                                      zk_session(), which
+ *                                                      loads zklock and opens
+ *                                                      no session)
  *
  * MODE: zklock   SELECT zk_lock($1) ; SELECT zk_unlock($1)
  *       zkxact   BEGIN ; SELECT zk_xact_lock($1) ; COMMIT
@@ -910,6 +914,8 @@ run_cron(const char *what, int warm, int n, const char *out)
 		lock_sql = "SELECT pg_advisory_lock(4243)";
 		unlock_sql = "SELECT pg_advisory_unlock(4243)";
 	}
+	else if (strcmp(what, "load") == 0)
+		lock_sql = "SELECT state FROM zk_session()";	/* loads zklock, opens nothing */
 	else if (strcmp(what, "connect") != 0)
 		die("cron: unknown mode %s", what);
 	for (int i = 0; i < warm + n; i++)
@@ -929,7 +935,7 @@ run_cron(const char *what, int warm, int n, const char *out)
 		if (lock_sql && simple(&c, lock_sql) != 0)
 			die("%s", c.err);
 		t2 = now_s();
-		if (lock_sql && simple(&c, unlock_sql) != 0)
+		if (unlock_sql && simple(&c, unlock_sql) != 0)
 			die("%s", c.err);
 		t3 = now_s();
 		PQfinish(c.conn);

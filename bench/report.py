@@ -11,6 +11,7 @@ Prints the report and writes it to OUTPUT_FILE.
 import glob
 import math
 import os
+import re
 import sys
 import time
 
@@ -69,8 +70,10 @@ class Result:
         self.round_p50 = []
         self.round_p99 = []
         self.round_rate = []
+        self.round_zk = []      # the ensemble's slowest request in each run (ms)
         self.fails = []
         self.sums = []
+        self.base = []
         for r in range(1, self.nrounds + 1):
             base = os.path.join(R, "%s.%s.%s%d" % (fig, who, tag, r))
             s = kv(base + ".sum")
@@ -78,6 +81,9 @@ class Result:
                 self.fails.append(read_text(base + ".fail") or "no result")
                 continue
             self.sums.append(s)
+            self.base.append(base)
+            zk = kv(base + ".zk")
+            self.round_zk.append(int(zk["zk_max_latency"]) if "zk_max_latency" in zk else None)
             with open(base + ".lat") as f:
                 lat = [int(x) for x in f if x.strip()]
             self.lat.extend(lat)
@@ -137,7 +143,7 @@ CRON_PEERS = ["floor", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"
 for who in LAT_PEERS:
     res["latency", who] = Result("latency", who)
     resd["latency", who] = Result("latency", who, "d", DROUNDS)
-for who in CRON_PEERS:
+for who in CRON_PEERS + ["zklock-trace", "zklock-load"]:
     res["cron", who] = Result("cron", who)
     resd["cron", who] = Result("cron", who, "d", DROUNDS)
 LABEL_LAT = {
@@ -201,6 +207,19 @@ def row(label, value, p50, p99, vsfloor, rounds):
     emit("%-*s %13s %8s %8s %9s  %s" % (W1, "  " + label, value, p50, p99, vsfloor, rounds))
 
 
+def zk_max(r):
+    """The ensemble's slowest request in each run of r, as text."""
+    return " ".join("-" if x is None else "%d" % x for x in r.round_zk)
+
+
+def ensemble_line(fig, rs, whos=None):
+    """Per run, the slowest request any server answered (mntr zk_max_latency,
+    reset before the run): a stall the servers saw is the ensemble's."""
+    whos = [w for w in (whos or PEERS) if rs[fig, w].ok and w != "pg-advisory"]
+    emit("   the ensemble's slowest request per round, server side (mntr zk_max_latency, ms), %s: %s"
+         % (fig, ", ".join("%s %s" % (w, zk_max(rs[fig, w])) for w in whos)))
+
+
 def figure_rows(fig, labels, latency_main, rs=None, whos=None):
     rs = res if rs is None else rs
     floor = rs[fig, "floor"]
@@ -238,6 +257,8 @@ emit("3. distinct-lock throughput: %s clients (one session each), %s names, %s x
 emit("   (value = cycles/s of all clients; p50/p99 of the cycle; vs floor = rate ratio;"
      " per round = rate, then p99)")
 figure_rows("distinct", LABEL_DISTINCT, False)
+ensemble_line("handoff", res)
+ensemble_line("distinct", res)
 
 
 def cron_breakdown(rs):
@@ -248,10 +269,48 @@ def cron_breakdown(rs):
              " %s ms, zk_unlock %s ms, disconnect %s ms"
              % tuple(ms(z.mean_of(k) / 1000) for k in
                      ("mean_begin_us", "mean_lock_us", "mean_unlock_us", "mean_commit_us")))
+    t, ld, c = rs["cron", "zklock-trace"], rs["cron", "zklock-load"], rs["cron", "pg-connect"]
+    opened, closed = sessions_logged(t)
+    if z.ok and ld.ok and opened:
+        load = ld.mean_of("mean_lock_us") / 1000
+        first = z.mean_of("mean_lock_us") / 1000
+        o = [sum(x) / len(x) for x in zip(*opened)]
+        emit("     first zk_lock = loading zklock in a new backend %s ms (connect + SELECT zk_session(),"
+             " the connect taken off) + session open %s ms (name resolution %s, start of the client"
+             " library's and the lease threads %s, connection and session creation %s) + create,"
+             " listing and the rest %s ms" % (ms(load), ms(o[0]), ms(o[1]), ms(o[2]), ms(o[3]),
+                                             ms(first - load - o[0])))
+    if closed:
+        cl = [sum(x) / len(x) for x in zip(*closed)]
+        emit("     after the client has gone, at the backend's exit: session close %s ms (releases"
+             " answered %s, threads stopped and close answered %s); the next connect runs beside it"
+             " (connect %s ms here vs %s ms with no zklock)"
+             % (ms(cl[0]), ms(cl[1]), ms(cl[2]), ms(z.mean_of("mean_begin_us") / 1000) if z.ok else "-",
+                ms(c.mean_of("mean_begin_us") / 1000) if c.ok else "-"))
+    if opened or closed:
+        emit("     (session parts: means of %d opens and %d closes logged by zklock.log_sessions in a"
+             " separate run of the same pattern)" % (len(opened), len(closed)))
     if f.ok:
         emit("   breakdown, floor: session open %s ms, create + delete %s ms, close %s ms"
              % tuple(ms(f.mean_of(k) / 1000) for k in
                      ("mean_connect_us", "mean_lock_us", "mean_close_us")))
+
+
+def sessions_logged(r):
+    """zklock.log_sessions lines of r's runs: (opens, closes) as lists of
+    (total, resolution, threads, connection) and (total, releases, close)."""
+    opened, closed = [], []
+    num = r"(\d+\.\d+)"
+    for base in r.base:
+        text = read_text(base + ".sessions")
+        for m in re.finditer(r"opened in " + num + r" ms\n.*?DETAIL:  Name resolution " + num +
+                             r" ms, start of the client library's and the lease threads " + num +
+                             r" ms, connection and session creation " + num, text):
+            opened.append(tuple(float(x) for x in m.groups()))
+        for m in re.finditer(r"closed in " + num + r" ms\n.*?DETAIL:  Releases answered in " + num +
+                             r" ms; threads stopped and session closed in " + num, text):
+            closed.append(tuple(float(x) for x in m.groups()))
+    return opened, closed
 
 
 def rtt(rs):
@@ -283,6 +342,8 @@ emit("2d. contended hand-off: %s clients, one lock" % meta.get("handoff_clients"
 figure_rows("handoff", LABEL_HANDOFF, False, resd)
 emit("3d. distinct-lock throughput: %s clients" % meta.get("distinct_clients"))
 figure_rows("distinct", LABEL_DISTINCT, False, resd)
+ensemble_line("handoff", resd)
+ensemble_line("distinct", resd)
 emit("6d. hand-off latency (settle 3 ms + 6 x the one-way delay)")
 figure_rows("latency", LABEL_LAT, True, resd, LAT_PEERS)
 emit("7d. cron-job pattern (PostgreSQL local, ZooKeeper and the central PostgreSQL at the distance)")
@@ -540,14 +601,41 @@ for me in ("zklock", "zklock-xact"):
                   ms(cu.p50) if cu.ok else "FAILED", ms(kz.p50) if kz.ok else "FAILED"))
     else:
         target(False, "uncontended cycle%s: no result (%s)" % (tag, "zklock" if not a.ok else "floor"))
-for me in ("zklock", "zklock-xact"):
-    a, cu = res["handoff", me], res["handoff", "curator"]
-    tag = "" if me == "zklock" else " [xact variant]"
-    if a.ok and cu.ok:
-        target(a.rate >= cu.rate, "contended hand-off >= Curator's%s: %.0f/s vs Curator %.0f/s (%s)"
-               % (tag, a.rate, cu.rate, ratio(a.rate, cu.rate)))
-    else:
-        target(False, "contended hand-off%s: no result" % tag)
+def handoff_targets(rs, where):
+    """Issue 24: at least Curator's and kazoo's rate in every round, and a
+    p99 of at most 3x the p50 in every round; a NOT MET names the round, and
+    the ensemble's own slowest request in that run."""
+    for me in ("zklock", "zklock-xact"):
+        a, cu, kz = (rs["handoff", w] for w in (me, "curator", "kazoo"))
+        tag = "" if me == "zklock" else " [xact variant]"
+        if not (a.ok and cu.ok and kz.ok):
+            target(False, "contended hand-off (%s)%s: no result" % (where, tag))
+            continue
+        n = min(len(a.round_rate), len(cu.round_rate), len(kz.round_rate))
+        behind = [i for i in range(n)
+                  if a.round_rate[i] < cu.round_rate[i] or a.round_rate[i] < kz.round_rate[i]]
+        target(not behind and n > 0,
+               "contended hand-off >= Curator's and kazoo's in every round (%s)%s: %s /s vs Curator"
+               " %s, kazoo %s%s" % (where, tag, " ".join("%.0f" % x for x in a.round_rate),
+                                    " ".join("%.0f" % x for x in cu.round_rate),
+                                    " ".join("%.0f" % x for x in kz.round_rate),
+                                    "; behind in round %s" % ",".join(str(i + 1) for i in behind)
+                                    if behind else ""))
+        slow = [i for i in range(len(a.round_p50)) if a.round_p99[i] > 3 * a.round_p50[i]]
+        why = []
+        for i in slow:
+            zk = a.round_zk[i] if i < len(a.round_zk) else None
+            why.append("round %d: p99 %s ms = %.1fx p50 %s ms%s"
+                       % (i + 1, ms(a.round_p99[i]), a.round_p99[i] / a.round_p50[i],
+                          ms(a.round_p50[i]),
+                          "" if zk is None else
+                          "; the ensemble's slowest request in that run took %d ms (mntr)" % zk))
+        target(not slow, "hand-off p99 <= 3x p50 in every round (%s)%s: p99 %s ms, p50 %s ms%s"
+               % (where, tag, " ".join(ms(x) for x in a.round_p99),
+                  " ".join(ms(x) for x in a.round_p50), (" -- " + "; ".join(why)) if why else ""))
+
+
+handoff_targets(res, "loopback")
 if "zklock" in herd:
     n, watches, per, s = herd["zklock"]
     target(watches == n and per <= 1.0 + 1e-9 and int(s["acquired"]) == n,
@@ -565,14 +653,11 @@ for me in ("zklock", "zklock-xact"):
     else:
         target(False, "distinct-lock throughput%s: no result" % tag)
 idle_ok = bool(idle_threads) and max(idle_threads) == 1
-for c, what in (("zk", "zklock loaded on first call"), ("central", "zklock preloaded")):
-    if c in mem:
-        target(mem[c] < 2048 and idle_ok,
-               "< 2 MB RSS per connected backend (%s): VmRSS %+.0f kB, of it private anon %+.0f kB;"
-               " backends without zk_* have %s thread(s)"
-               % (what, mem[c], mem_anon[c], ",".join(str(x) for x in sorted(set(idle_threads)))))
-    else:
-        target(False, "< 2 MB RSS per connected backend (%s): measurement FAILED" % what)
+# Memory: VmRSS counts zklock.so's and the libraries' file pages once per
+# backend although all backends share them; the target is PSS with 20
+# using backends (below).  VmRSS stays in figure 5, as information.
+target(idle_ok, "backends that never call zk_* start no thread: %s thread(s)"
+       % (",".join(str(x) for x in sorted(set(idle_threads))) or "not measured"))
 
 # cross-region targets: with the release awaited, zklock's cycle is two
 # round trips against Curator's three (2/3 the limit)
@@ -634,29 +719,31 @@ for me in ("zklock", "zklock-xact"):
     a, cu, kz = (resd["cycle", w] for w in (me, "curator", "kazoo"))
     tag = "" if me == "zklock" else " [xact variant]"
     if a.ok and cu.ok and kz.ok:
-        target(a.p50 <= 0.65 * cu.p50 and a.p50 <= 0.65 * kz.p50,
+        met = a.p50 <= 0.65 * cu.p50 and a.p50 <= 0.65 * kz.p50
+        asy = resd["cycle", "zklock-async"]
+        target(met,
                "uncontended cycle at %s ms <= 0.65x Curator's and kazoo's%s: %s ms = %s Curator,"
-               " %s kazoo" % (DELAY, tag, ms(a.p50), ratio(a.p50, cu.p50), ratio(a.p50, kz.p50)))
+               " %s kazoo%s" % (DELAY, tag, ms(a.p50), ratio(a.p50, cu.p50), ratio(a.p50, kz.p50),
+                                "" if met else
+                                " -- with the release awaited the cycle is two round trips against"
+                                " Curator's three, so 2/3 (0.67x) is the limit; released without"
+                                " waiting (zklock-async) it is %s ms = %s Curator"
+                                % (ms(asy.p50), ratio(asy.p50, cu.p50)) if asy.ok else ""))
     else:
         target(False, "uncontended cycle at %s ms%s: no result" % (DELAY, tag))
-for me in ("zklock", "zklock-xact"):
-    a, cu, kz = (resd["handoff", w] for w in (me, "curator", "kazoo"))
-    tag = "" if me == "zklock" else " [xact variant]"
-    if a.ok and cu.ok and kz.ok:
-        target(a.rate > cu.rate and a.rate > kz.rate,
-               "contended hand-off at %s ms above Curator and kazoo%s: %.0f/s vs %.0f/s, %.0f/s"
-               % (DELAY, tag, a.rate, cu.rate, kz.rate))
-    else:
-        target(False, "contended hand-off at %s ms%s: no result" % (DELAY, tag))
+handoff_targets(resd, "%s ms each way" % DELAY)
 for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
     a, f, c = (rs["cron", w] for w in ("zklock", "floor", "pg-connect"))
     if a.ok and f.ok and c.ok:
         base = f.p50 + c.p50
-        target(a.p50 <= 1.15 * base,
-               "cron-job pattern <= 1.15x connect + the raw session (%s): zklock %s ms ="
-               " %s of %s + %s ms (preloaded: %s ms)"
+        met = a.p50 <= 1.10 * base
+        target(met,
+               "cron-job pattern <= 1.10x connect + the raw session (%s): zklock %s ms ="
+               " %s of %s + %s ms (preloaded: %s ms)%s"
                % (where, ms(a.p50), ratio(a.p50, base), ms(c.p50), ms(f.p50),
-                  ms(rs["cron", "zklock-preloaded"].p50)))
+                  ms(rs["cron", "zklock-preloaded"].p50),
+                  "" if met else " -- where the rest goes: the breakdown under figure %s"
+                  % ("7" if rs is res else "7d")))
     else:
         target(False, "cron-job pattern (%s): no result" % where)
 

@@ -241,6 +241,8 @@ CI_PRELOADED_D="$CI_CENTRAL options='-c zklock.hosts=$D_HOSTS'"
 ASYNC="-c zklock.synchronous_release=off"
 CI_ZK_ASYNC="$CI_ZK options='$ASYNC'"
 CI_ZK_ASYNC_D="$CI_ZK options='-c zklock.hosts=$D_HOSTS $ASYNC'"
+# the cron job's breakdown: the same pattern, with its sessions logged
+TRACE="-c zklock.log_sessions=on"
 
 # at_distance 0|1|2: the hosts and conninfos the contenders use (2: the
 # cross-region distance, set up further down)
@@ -251,10 +253,12 @@ at_distance() {
 		SETTLE=$((3000 + 6000 * REGION_MS))
 	elif [ "$1" = 1 ]; then
 		H=$D_HOSTS CZ=$CI_ZK_D CC=$CI_CENTRAL_D CPRE=$CI_PRELOADED_D CZA=$CI_ZK_ASYNC_D
+		CZT="$CI_ZK options='-c zklock.hosts=$D_HOSTS $TRACE'"
 		CYC=$DCYCLES WRM=20 JW=100 LN=$((LAT_N / 2)) CN=$((CRON_N / 2))
 		SETTLE=$((3000 + 6000 * DELAY_MS))
 	else
 		H=$HOSTS CZ=$CI_ZK CC=$CI_CENTRAL CPRE=$CI_CENTRAL CZA=$CI_ZK_ASYNC
+		CZT="$CI_ZK options='$TRACE'"
 		CYC=$CYCLES WRM=$WARM JW=$JWARM LN=$LAT_N CN=$CRON_N
 		SETTLE=3000
 	fi
@@ -325,6 +329,8 @@ run_one() {
 	cron.floor) set -- "$W/bin/zk_floor" session "$H" 5 "$CN" "$out" ;;
 	cron.zklock) set -- "$W/bin/pg_client" cron "$CZ" zklock 5 "$CN" "$out" ;;
 	cron.zklock-preloaded) set -- "$W/bin/pg_client" cron "$CPRE" zklock 5 "$CN" "$out" ;;
+	cron.zklock-trace) set -- "$W/bin/pg_client" cron "$CZT" zklock 5 "$CN" "$out" ;;
+	cron.zklock-load) set -- "$W/bin/pg_client" cron "$CZ" load 5 "$CN" "$out" ;;
 	cron.pg-connect) set -- "$W/bin/pg_client" cron "$CI_ZK" connect 5 "$CN" "$out" ;;
 	cron.pg-advisory) set -- "$W/bin/pg_client" cron "$CC" advisory 5 "$CN" "$out" ;;
 	*.floor) set -- "$W/bin/zk_floor" "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
@@ -343,6 +349,10 @@ run_one() {
 		echo "kazoo not importable under $PY" >"$out.fail"
 		return
 	fi
+	# The ensemble's own slowest request during the run (mntr, as the
+	# servers measured it), so that a stall can be told from zklock's.
+	$PY "$B/zkstat.py" "$HOSTS" reset >/dev/null 2>&1
+	log_at=$(stat -c %s "$W/pgzk.log" 2>/dev/null || echo 0)
 	# In the background, so that a signal to this script runs the trap at
 	# once; timeout signals the contender's whole process group.
 	timeout -k 5 "$limit" "$@" >"$out.log" 2>&1 &
@@ -351,6 +361,18 @@ run_one() {
 	wait $cur
 	rc=$?
 	BG_PIDS=$(echo "$BG_PIDS" | sed "s/ $cur\b//")
+	$PY "$B/zkstat.py" "$HOSTS" maxlat >"$out.zk" 2>/dev/null || rm -f "$out.zk"
+	if [ "$fig.$who" = cron.zklock-trace ]; then
+		# zklock.log_sessions: every open and close of the run (the last
+		# backends close after their client has gone: wait, bounded)
+		i=0
+		while [ $i -lt 50 ]; do
+			tail -c +$((log_at + 1)) "$W/pgzk.log" >"$out.sessions"
+			[ "$(grep -c 'LOG:  ZooKeeper session .* closed in' "$out.sessions")" -ge "$(grep -c 'LOG:  ZooKeeper session .* opened in' "$out.sessions")" ] && break
+			sleep 0.1
+			i=$((i + 1))
+		done
+	fi
 	if [ $rc = 0 ] && [ -s "$out.sum" ]; then
 		say "  $fig $who ok"
 	else
@@ -375,7 +397,7 @@ rotate() {  # rotate the list by $1 places
 }
 
 LAT_CONTENDERS="floor zklock zklock-async curator kazoo pg-advisory zklock-sem curator-sem"
-CRON_CONTENDERS="floor zklock zklock-preloaded pg-connect pg-advisory"
+CRON_CONTENDERS="floor zklock zklock-preloaded pg-connect pg-advisory zklock-trace zklock-load"
 SET_CONTENDERS="zklock zklock-five curator"
 
 # run_round K TAG: every figure once, contender order rotated by K

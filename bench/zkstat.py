@@ -2,6 +2,10 @@
 
     zkstat.py HOSTS          prints  watches=N notifications=M
     zkstat.py HOSTS version  prints  the server version
+    zkstat.py HOSTS reset    resets every server's statistics (srst)
+    zkstat.py HOSTS maxlat   prints  zk_max_latency=N zk_max_server=HOST:PORT, the
+                             slowest request any server answered since the
+                             reset, in ms, as the server measured it
 
 watches: "Total watches" of wchs (one per watching session and path).
 notifications: watchers fired so far, from mntr's zk_sum_node_*_watch_count
@@ -37,6 +41,19 @@ def main():
                 if line.startswith("Zookeeper version:"):
                     print(line.split(":", 1)[1].strip().split(",")[0])
                     return
+        return
+    if len(sys.argv) > 2 and sys.argv[2] == "reset":
+        for h, p in servers(hosts):
+            four_letter(h, p, "srst")
+        return
+    if len(sys.argv) > 2 and sys.argv[2] == "maxlat":
+        worst, where = -1, "-"
+        for h, p in servers(hosts):
+            for line in four_letter(h, p, "mntr").splitlines():
+                k, _, v = line.partition("\t")
+                if k == "zk_max_latency" and int(float(v)) > worst:
+                    worst, where = int(float(v)), "%s:%d" % (h, p)
+        print("zk_max_latency=%d\nzk_max_server=%s" % (worst, where))
         return
     watches = notes = 0
     for h, p in servers(hosts):

@@ -193,7 +193,9 @@ emit("run:      %s of %s rounds, every contender once per figure per round, orde
      " %s s total; load average %s at start, %s at end" % (
          ROUNDS, meta.get("rounds_planned", "?"), meta.get("elapsed_s", "?"),
          meta.get("loadavg_start", "?"), meta.get("loadavg_end", "?")))
-emit("          (all servers and clients share these %s CPUs; compare only within one run)" % ncpu)
+emit("          (all servers and clients share these %s CPUs; compare only within one run);"
+     " the ensemble warmed up first with %s s of the C client's load, not measured"
+     % (ncpu, meta.get("warmup_s", "no")))
 emit()
 
 # ---------------------------------------------------------------- table

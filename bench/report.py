@@ -278,7 +278,7 @@ def cron_breakdown(rs):
         first = z.mean_of("mean_lock_us") / 1000
         o = [sum(x) / len(x) for x in zip(*opened)]
         emit("     first zk_lock = loading zklock in a new backend %s ms (connect + SELECT zk_session(),"
-             " the connect taken off) + session open %s ms (name resolution %s, start of the client"
+             " the connect taken off) + session open %s ms (setup and name resolution %s, start of the client"
              " library's and the lease threads %s, connection and session creation %s) + create,"
              " listing and the rest %s ms" % (ms(load), ms(o[0]), ms(o[1]), ms(o[2]), ms(o[3]),
                                              ms(first - load - o[0])))
@@ -305,7 +305,7 @@ def sessions_logged(r):
     num = r"(\d+\.\d+)"
     for base in r.base:
         text = read_text(base + ".sessions")
-        for m in re.finditer(r"opened in " + num + r" ms\n.*?DETAIL:  Name resolution " + num +
+        for m in re.finditer(r"opened in " + num + r" ms\n.*?DETAIL:  (?:Setup and name|Name) resolution " + num +
                              r" ms, start of the client library's and the lease threads " + num +
                              r" ms, connection and session creation " + num, text):
             opened.append(tuple(float(x) for x in m.groups()))

@@ -197,7 +197,7 @@ session_log_open(zhandle_t *zh, TimestampTz begin, TimestampTz resolved,
 	ereport(LOG,
 			(errmsg("ZooKeeper session %s opened in %.3f ms",
 					session_id_text(), session_ms(begin, now)),
-			 errdetail("Name resolution %.3f ms, start of the client library's and the lease threads %.3f ms, connection and session creation %.3f ms; server %s.",
+			 errdetail("Setup and name resolution %.3f ms, start of the client library's and the lease threads %.3f ms, connection and session creation %.3f ms; server %s.",
 					   session_ms(begin, resolved), session_ms(resolved, started),
 					   session_ms(started, now), server ? server : "unknown")));
 }

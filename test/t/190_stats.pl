@@ -141,7 +141,7 @@ my $log_at = -s $east->logfile;
 	my $log = slurp_file($east->logfile, $at);
 	my ($id) = $log =~ /LOG:  ZooKeeper session (0x[0-9a-f]+) opened in \d+\.\d{3} ms/;
 	ok(defined $id, 'log_sessions: the open is logged with the session id and its time');
-	like($log, qr/DETAIL:  Name resolution \d+\.\d{3} ms, start of the client library's and the lease threads \d+\.\d{3} ms, connection and session creation \d+\.\d{3} ms; server 127\.0\.0\.1:\d+\./,
+	like($log, qr/DETAIL:  Setup and name resolution \d+\.\d{3} ms, start of the client library's and the lease threads \d+\.\d{3} ms, connection and session creation \d+\.\d{3} ms; server 127\.0\.0\.1:\d+\./,
 		'the open\'s detail: resolution, thread start, connection, and the server');
 	like($log, qr/LOG:  ZooKeeper session \Q${\($id \/\/ '')}\E closed in \d+\.\d{3} ms\n.*DETAIL:  Releases answered in \d+\.\d{3} ms; threads stopped and session closed in \d+\.\d{3} ms\./,
 		'the close names the same session, with the wait for releases and the close');

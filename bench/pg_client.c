@@ -75,6 +75,7 @@ typedef struct Client
 				t_begin,
 				t_commit;		/* summed step times, seconds */
 	double		finish;
+	double		cpu0;			/* its backend's CPU time when timing began */
 	char		err[512];
 	int			steps;			/* cycle mode: keep per-step samples */
 	Samples		s_lock,
@@ -286,6 +287,38 @@ median(Samples *s)
 	return s->v[(s->n - 1) / 2];
 }
 
+/*
+ * CPU time (user + system, all threads) a process has used, in
+ * microseconds, from /proc/PID/stat (0: self); -1 when unreadable.
+ */
+static double
+cpu_us(int pid)
+{
+	char		path[64],
+				buf[1024],
+			   *p;
+	unsigned long utime,
+				stime;
+	FILE	   *f;
+	size_t		n;
+
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* fields after the command's closing parenthesis: state is the 3rd */
+	if (!(p = strrchr(buf, ')')) ||
+		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			   &utime, &stime) != 2)
+		return -1;
+	return (double) (utime + stime) * 1e6 / sysconf(_SC_CLK_TCK);
+}
+
 static void
 write_results(const char *out, Client *cs, int n, double seconds)
 {
@@ -407,7 +440,11 @@ run_multi(int clients, double secs, const char *out, int handoff)
 	Client	   *cs = calloc(clients, sizeof(Client));
 	pthread_t  *th = calloc(clients, sizeof(pthread_t));
 	double		start,
-				last = 0;
+				last = 0,
+				self0,
+				self1,
+				backends = 0;
+	long		cycles = 0;
 
 	g_handoff = handoff;
 	/* Connect (and open each backend's ZooKeeper session) before timing. */
@@ -436,6 +473,10 @@ run_multi(int clients, double secs, const char *out, int handoff)
 	for (int i = 0; i < clients; i++)
 		pthread_create(&th[i], NULL, client_main, &cs[i]);
 	pthread_barrier_wait(&g_ready);
+	/* the CPU the backends and this driver use while timed */
+	for (int i = 0; i < clients; i++)
+		cs[i].cpu0 = cpu_us(PQbackendPID(cs[i].conn));
+	self0 = cpu_us(0);
 	start = now_s();
 	g_end = start + secs;
 	pthread_barrier_wait(&g_go);
@@ -447,7 +488,30 @@ run_multi(int clients, double secs, const char *out, int handoff)
 		if (cs[i].finish > last)
 			last = cs[i].finish;
 	}
+	self1 = cpu_us(0);
+	for (int i = 0; i < clients; i++)
+	{
+		double		c1 = cpu_us(PQbackendPID(cs[i].conn));
+
+		if (c1 < 0 || cs[i].cpu0 < 0)
+			backends = -1;
+		else if (backends >= 0)
+			backends += c1 - cs[i].cpu0;
+		cycles += cs[i].cycles;
+	}
 	write_results(out, cs, clients, last - start);
+	if (cycles > 0 && backends >= 0 && self0 >= 0)
+	{
+		char		path[1024];
+		FILE	   *f;
+
+		snprintf(path, sizeof(path), "%s.sum", out);
+		if (!(f = fopen(path, "a")))
+			die("cannot write %s", path);
+		fprintf(f, "cpu_backends_us=%.1f\ncpu_driver_us=%.1f\n",
+				backends / cycles, (self1 - self0) / cycles);
+		fclose(f);
+	}
 	for (int i = 0; i < clients; i++)
 		PQfinish(cs[i].conn);
 	return 0;

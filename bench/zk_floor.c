@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #define REPLY_TIMEOUT_S 30
@@ -445,13 +446,49 @@ write_results(const char *out, Client *cs, int n, double seconds,
 	fclose(f);
 }
 
+/*
+ * CPU time (user + system, all threads) a process has used, in
+ * microseconds, from /proc/PID/stat (0: self); -1 when unreadable.
+ */
+static double
+cpu_us(int pid)
+{
+	char		path[64],
+				buf[1024],
+			   *p;
+	unsigned long utime,
+				stime;
+	FILE	   *f;
+	size_t		n;
+
+	if (pid == 0)
+		snprintf(path, sizeof(path), "/proc/self/stat");
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* fields after the command's closing parenthesis: state is the 3rd */
+	if (!(p = strrchr(buf, ')')) ||
+		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			   &utime, &stime) != 2)
+		return -1;
+	return (double) (utime + stime) * 1e6 / sysconf(_SC_CLK_TCK);
+}
+
 static int
 run_multi(int clients, double secs, const char *out, int handoff)
 {
 	Client	   *cs = calloc(clients, sizeof(Client));
 	pthread_t  *th = calloc(clients, sizeof(pthread_t));
 	double		start,
-				last = 0;
+				last = 0,
+				cpu0,
+				cpu1;
+	long		cycles = 0;
+	char		extra[64] = "";
 	Client		setup = {0};
 
 	g_handoff = handoff;
@@ -474,6 +511,7 @@ run_multi(int clients, double secs, const char *out, int handoff)
 	for (int i = 0; i < clients; i++)
 		pthread_create(&th[i], NULL, client_main, &cs[i]);
 	pthread_barrier_wait(&g_ready);
+	cpu0 = cpu_us(0);			/* this process's CPU while timed */
 	start = now_s();
 	g_end = start + secs;
 	pthread_barrier_wait(&g_go);
@@ -484,8 +522,12 @@ run_multi(int clients, double secs, const char *out, int handoff)
 			die("client %d failed", i);
 		if (cs[i].finish > last)
 			last = cs[i].finish;
+		cycles += cs[i].cycles;
 	}
-	write_results(out, cs, clients, last - start, NULL);
+	cpu1 = cpu_us(0);
+	if (cycles > 0 && cpu0 >= 0 && cpu1 >= 0)
+		snprintf(extra, sizeof(extra), "cpu_client_us=%.1f\n", (cpu1 - cpu0) / cycles);
+	write_results(out, cs, clients, last - start, extra);
 	for (int i = 0; i < clients; i++)
 		zookeeper_close(cs[i].zh);
 	return 0;

@@ -180,7 +180,7 @@ session_id_text(void)
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	id = zkl_sess_state_session_id_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	return psprintf("0x%" INT64_MODIFIER "x", (uint64) id);
+	return psprintf("0x%llx", (unsigned long long) id);
 }
 
 /*

@@ -652,12 +652,18 @@ def handoff_targets(rs, where):
         n = min(len(a.round_rate), len(cu.round_rate), len(kz.round_rate))
         behind = [i for i in range(n)
                   if a.round_rate[i] < cu.round_rate[i] or a.round_rate[i] < kz.round_rate[i]]
+        fl = rs["handoff", "floor"]
         target(not behind and n > 0,
                "contended hand-off >= Curator's and kazoo's in every round (%s)%s: %s /s vs Curator"
                " %s, kazoo %s%s" % (where, tag, " ".join("%.0f" % x for x in a.round_rate),
                                     " ".join("%.0f" % x for x in cu.round_rate),
                                     " ".join("%.0f" % x for x in kz.round_rate),
-                                    "; behind in round %s" % ",".join(str(i + 1) for i in behind)
+                                    ("; behind in round %s -- the floor (the C client's leanest"
+                                     " recipe) made %s /s in the same rounds: the ensemble's writes"
+                                     " bound the rate" % (",".join(str(i + 1) for i in behind),
+                                                          " ".join("%.0f" % fl.round_rate[i]
+                                                                   for i in behind
+                                                                   if i < len(fl.round_rate))))
                                     if behind else ""))
         slow = [i for i in range(len(a.round_p50)) if a.round_p99[i] > 3 * a.round_p50[i]]
         fl = rs["handoff", "floor"]
@@ -736,12 +742,19 @@ else:
 for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
     a, f, cu, kz = (rs["latency", w] for w in ("zklock", "floor", "curator", "kazoo"))
     if a.ok and f.ok:
-        target(a.p50 <= 1.10 * f.p50 and (not cu.ok or a.p50 < cu.p50) and
-               (not kz.ok or a.p50 < kz.p50),
+        met = a.p50 <= 1.10 * f.p50 and (not cu.ok or a.p50 < cu.p50) and (not kz.ok or a.p50 < kz.p50)
+        adv = rs["cycle", "pg-advisory"]
+        why = ""
+        if not met and adv.ok:
+            why = (" -- %s ms more than the floor's delete -> notification: the unlock's SQL message to"
+                   " the holder's backend and the lock's result back to the waiter's client (one SQL"
+                   " round trip here: about %.3f ms), and the hop from the client library's thread to"
+                   " the backend's main thread" % (ms(a.p50 - f.p50), adv.p50 / 2))
+        target(met,
                "hand-off latency <= 1.10x the notification floor and below Curator and kazoo (%s):"
-               " p50 %s ms = %s floor (%s ms); Curator %s ms, kazoo %s ms"
+               " p50 %s ms = %s floor (%s ms); Curator %s ms, kazoo %s ms%s"
                % (where, ms(a.p50), ratio(a.p50, f.p50), ms(f.p50),
-                  ms(cu.p50) if cu.ok else "FAILED", ms(kz.p50) if kz.ok else "FAILED"))
+                  ms(cu.p50) if cu.ok else "FAILED", ms(kz.p50) if kz.ok else "FAILED", why))
     else:
         target(False, "hand-off latency (%s): no result" % where)
 for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):

@@ -621,18 +621,29 @@ def target(ok, text):
     emit("  %-8s %s" % ("MET" if ok else "NOT MET", text))
 
 
+def near_floor(a, f, cu, kz):
+    """A p50 within 1.10x the floor's and below Curator's and kazoo's."""
+    return a.p50 <= 1.10 * f.p50 and (not cu.ok or a.p50 < cu.p50) and (not kz.ok or a.p50 < kz.p50)
+
+
+def sql_rtt(rs):
+    """One SQL round trip, as half a pg_advisory lock+unlock cycle (ms)."""
+    adv = rs["cycle", "pg-advisory"]
+    return adv.p50 / 2 if adv.ok else None
+
+
 for me in ("zklock", "zklock-xact"):
     a, f, cu, kz = (res["cycle", w] for w in (me, "floor", "curator", "kazoo"))
     tag = "" if me == "zklock" else " [xact variant]"
     if a.ok and f.ok:
-        ok = a.p50 <= 1.10 * f.p50 and (not cu.ok or a.p50 < cu.p50) and (not kz.ok or a.p50 < kz.p50)
-        adv = res["cycle", "pg-advisory"]
+        ok = near_floor(a, f, cu, kz)
+        rtt_sql = sql_rtt(res)
         why = ""
-        if not ok and adv.ok:
+        if not ok and rtt_sql is not None:
             why = (" -- %s ms more than the floor's two awaited writes: %d SQL round trips (about"
                    " %.3f ms each, half a pg_advisory cycle) and, per statement, the hand-offs"
                    " between the backend and the client library's threads"
-                   % (ms(a.p50 - f.p50), 2 if me == "zklock" else 3, adv.p50 / 2))
+                   % (ms(a.p50 - f.p50), 2 if me == "zklock" else 3, rtt_sql))
         target(ok, "uncontended cycle <= 1.10x floor and below Curator and kazoo%s: %s p50 %s ms"
                " = %s floor (%s ms); Curator %s ms, kazoo %s ms%s"
                % (tag, me, ms(a.p50), ratio(a.p50, f.p50), ms(f.p50),
@@ -742,14 +753,14 @@ else:
 for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
     a, f, cu, kz = (rs["latency", w] for w in ("zklock", "floor", "curator", "kazoo"))
     if a.ok and f.ok:
-        met = a.p50 <= 1.10 * f.p50 and (not cu.ok or a.p50 < cu.p50) and (not kz.ok or a.p50 < kz.p50)
-        adv = rs["cycle", "pg-advisory"]
+        met = near_floor(a, f, cu, kz)
+        rtt_sql = sql_rtt(rs)
         why = ""
-        if not met and adv.ok:
+        if not met and rtt_sql is not None:
             why = (" -- %s ms more than the floor's delete -> notification: the unlock's SQL message to"
                    " the holder's backend and the lock's result back to the waiter's client (one SQL"
                    " round trip here: about %.3f ms), and the hop from the client library's thread to"
-                   " the backend's main thread" % (ms(a.p50 - f.p50), adv.p50 / 2))
+                   " the backend's main thread" % (ms(a.p50 - f.p50), rtt_sql))
         target(met,
                "hand-off latency <= 1.10x the notification floor and below Curator and kazoo (%s):"
                " p50 %s ms = %s floor (%s ms); Curator %s ms, kazoo %s ms%s"

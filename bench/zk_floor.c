@@ -39,6 +39,8 @@
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
+#include "proc_cpu.h"
+
 #define REPLY_TIMEOUT_S 30
 #define ROOT "/bench-floor"
 
@@ -444,38 +446,6 @@ write_results(const char *out, Client *cs, int n, double seconds,
 	fprintf(f, "cycles=%ld\nseconds=%.6f\nclients=%d\n%s", cycles, seconds, n,
 			extra ? extra : "");
 	fclose(f);
-}
-
-/*
- * CPU time (user + system, all threads) a process has used, in
- * microseconds, from /proc/PID/stat (0: self); -1 when unreadable.
- */
-static double
-cpu_us(int pid)
-{
-	char		path[64],
-				buf[1024],
-			   *p;
-	unsigned long utime,
-				stime;
-	FILE	   *f;
-	size_t		n;
-
-	if (pid == 0)
-		snprintf(path, sizeof(path), "/proc/self/stat");
-	else
-		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (!(f = fopen(path, "r")))
-		return -1;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* fields after the command's closing parenthesis: state is the 3rd */
-	if (!(p = strrchr(buf, ')')) ||
-		sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-			   &utime, &stime) != 2)
-		return -1;
-	return (double) (utime + stime) * 1e6 / sysconf(_SC_CLK_TCK);
 }
 
 static int

@@ -238,6 +238,27 @@ session_at_exit(int code, Datum arg)
 }
 
 /*
+ * The next server entry of a connect string whose server list ends at
+ * end (where a chroot begins): *entry and *len, with *p moved past it and
+ * its comma; false once the list is done.  Plain C: the resolver thread
+ * uses it too.
+ */
+static bool
+session_next_server(const char **p, const char *end, const char **entry,
+					size_t *len)
+{
+	const char *comma;
+
+	if (*p >= end)
+		return false;
+	comma = memchr(*p, ',', end - *p);
+	*entry = *p;
+	*len = comma ? (size_t) (comma - *p) : (size_t) (end - *p);
+	*p += *len + (comma ? 1 : 0);
+	return true;
+}
+
+/*
  * Append one host:port of a connect string to out (of size cap), with the
  * host resolved to an address.  Plain C: runs on the resolver thread.
  */
@@ -284,23 +305,22 @@ session_resolve_main(void *arg)
 {
 	ZklResolve *r = (ZklResolve *) arg;
 	const char *chroot = strchr(r->hosts, '/');
-	size_t		hlen = chroot ? (size_t) (chroot - r->hosts) : strlen(r->hosts);
+	const char *end = chroot ? chroot : r->hosts + strlen(r->hosts);
+	const char *p = r->hosts;
+	const char *entry;
+	size_t		len;
 
 	/* An address is never longer than the name plus 16 bytes. */
 	size_t		cap = strlen(r->hosts) * 2 + 64;
 	char	   *buf = calloc(1, cap);
 	bool		ok = buf != NULL;
 
-	for (const char *p = r->hosts; ok && p < r->hosts + hlen;)
+	while (ok && session_next_server(&p, end, &entry, &len))
 	{
-		const char *comma = memchr(p, ',', hlen - (p - r->hosts));
-		size_t		len = comma ? (size_t) (comma - p) : hlen - (p - r->hosts);
-
 		if (buf[0] != '\0')
 			strcat(buf, ",");
 		ok = strlen(buf) + len + 24 < cap &&
-			session_resolve_one(r, buf, cap, p, len);
-		p += len + (comma ? 1 : 0);
+			session_resolve_one(r, buf, cap, entry, len);
 	}
 	if (ok && chroot)
 		strcat(buf, chroot);
@@ -354,31 +374,29 @@ session_resolved(void *arg)
 static bool
 session_hosts_numeric(const char *hosts)
 {
-	const char *end = strchr(hosts, '/');
-	size_t		hlen = end ? (size_t) (end - hosts) : strlen(hosts);
+	const char *chroot = strchr(hosts, '/');
+	const char *end = chroot ? chroot : hosts + strlen(hosts);
 	const char *p = hosts;
+	const char *entry;
+	size_t		len;
 
-	while (p < hosts + hlen)
+	while (session_next_server(&p, end, &entry, &len))
 	{
-		const char *comma = memchr(p, ',', hlen - (p - hosts));
-		size_t		len = comma ? (size_t) (comma - p) : hlen - (p - hosts);
 		const char *colon = NULL;
 		char		host[INET_ADDRSTRLEN];
 		struct in_addr addr;
 
-		for (const char *q = p; q < p + len; q++)
+		if (memchr(entry, '[', len) != NULL)
+			continue;
+		for (const char *q = entry; q < entry + len; q++)
 			if (*q == ':')
 				colon = q;
-		if (memchr(p, '[', len) == NULL)
-		{
-			if (colon == NULL || (size_t) (colon - p) >= sizeof(host))
-				return false;
-			memcpy(host, p, colon - p);
-			host[colon - p] = '\0';
-			if (inet_pton(AF_INET, host, &addr) != 1)
-				return false;
-		}
-		p += len + (comma ? 1 : 0);
+		if (colon == NULL || (size_t) (colon - entry) >= sizeof(host))
+			return false;
+		memcpy(host, entry, colon - entry);
+		host[colon - entry] = '\0';
+		if (inet_pton(AF_INET, host, &addr) != 1)
+			return false;
 	}
 	return true;
 }

@@ -139,7 +139,7 @@ for fig in ("cycle", "handoff", "distinct"):
         resd[fig, who] = Result(fig, who, "d", DROUNDS)
 LAT_PEERS = ["floor", "zklock", "zklock-async", "curator", "kazoo", "pg-advisory", "zklock-sem",
              "curator-sem"]
-CRON_PEERS = ["floor", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
+CRON_PEERS = ["floor", "floor-fork", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
 for who in LAT_PEERS:
     res["latency", who] = Result("latency", who)
     resd["latency", who] = Result("latency", who, "d", DROUNDS)
@@ -158,6 +158,7 @@ LABEL_LAT = {
 }
 LABEL_CRON = {
     "floor": "floor       C client: connect+create+delete+close",
+    "floor-fork": "floor-fork  the same in a new process each (fork)",
     "pg-connect": "connect     PostgreSQL connect + disconnect",
     "zklock": "zklock      connect, zk_lock, zk_unlock (first call)",
     "zklock-preloaded": "zklock      the same, zklock preloaded",
@@ -320,10 +321,11 @@ def cron_breakdown(rs):
     if opened or closed:
         emit("     (session parts: means of %d opens and %d closes logged by zklock.log_sessions in a"
              " separate run of the same pattern)" % (len(opened), len(closed)))
-    if f.ok:
-        emit("   breakdown, floor: session open %s ms, create + delete %s ms, close %s ms"
-             % tuple(ms(f.mean_of(k) / 1000) for k in
-                     ("mean_connect_us", "mean_lock_us", "mean_close_us")))
+    for r, what in ((f, "floor"), (rs["cron", "floor-fork"], "floor-fork (new process)")):
+        if r.ok:
+            emit("   breakdown, %s: session open %s ms, create + delete %s ms, close %s ms"
+                 % ((what,) + tuple(ms(r.mean_of(k) / 1000) for k in
+                                    ("mean_connect_us", "mean_lock_us", "mean_close_us"))))
 
 
 def sessions_logged(r):
@@ -446,7 +448,7 @@ XROUNDS = int(meta.get("region_rounds_done") or 0)
 REGION = meta.get("region_ms", "20")
 resx = {}
 X_PEERS = ["floor", "zklock", "curator", "kazoo", "pg-advisory"]
-X_CRON = ["floor", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
+X_CRON = ["floor", "floor-fork", "pg-connect", "zklock", "zklock-preloaded", "pg-advisory"]
 for who in X_PEERS:
     resx["cycle", who] = Result("cycle", who, "x", max(XROUNDS, 1))
     resx["latency", who] = Result("latency", who, "x", max(XROUNDS, 1))
@@ -805,6 +807,17 @@ for me in ("zklock", "zklock-xact"):
     else:
         target(False, "uncontended cycle at %s ms%s: no result" % (DELAY, tag))
 handoff_targets(resd, "%s ms each way" % DELAY)
+def fresh_process(rs):
+    """The part of a NOT MET cron ratio that any new process pays: the
+    floor's session in a forked child against the floor's own."""
+    a, f, k, c = (rs["cron", w] for w in ("zklock", "floor", "floor-fork", "pg-connect"))
+    if not (a.ok and f.ok and k.ok and c.ok):
+        return ""
+    return ("; the same C client session in a new process (floor-fork) takes %s ms against the"
+            " floor's %s, and against connect + that zklock is %s"
+            % (ms(k.p50), ms(f.p50), ratio(a.p50, k.p50 + c.p50)))
+
+
 for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
     a, f, c = (rs["cron", w] for w in ("zklock", "floor", "pg-connect"))
     if a.ok and f.ok and c.ok:
@@ -815,8 +828,8 @@ for rs, where in ((res, "loopback"), (resd, "%s ms each way" % DELAY)):
                " %s of %s + %s ms (preloaded: %s ms)%s"
                % (where, ms(a.p50), ratio(a.p50, base), ms(c.p50), ms(f.p50),
                   ms(rs["cron", "zklock-preloaded"].p50),
-                  "" if met else " -- where the rest goes: the breakdown under figure %s"
-                  % ("7" if rs is res else "7d")))
+                  "" if met else " -- where the rest goes: the breakdown under figure %s%s"
+                  % ("7" if rs is res else "7d", fresh_process(rs))))
     else:
         target(False, "cron-job pattern (%s): no result" % where)
 

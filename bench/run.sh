@@ -328,6 +328,7 @@ run_one() {
 	latency.zklock-sem) set -- "$W/bin/pg_client" latency "$CZ" semaphore 10 "$LN" $((2 * SETTLE)) "$out" ;;
 	latency.curator-sem) set -- java -Xmx512m -cp "$CP_J" CuratorBench semlatency "$H" 100 "$LN" $((2 * SETTLE)) "$out" ;;
 	cron.floor) set -- "$W/bin/zk_floor" session "$H" 5 "$CN" "$out" ;;
+	cron.floor-fork) set -- "$W/bin/zk_floor" session-fork "$H" 5 "$CN" "$out" ;;
 	cron.zklock) set -- "$W/bin/pg_client" cron "$CZ" zklock 5 "$CN" "$out" ;;
 	cron.zklock-preloaded) set -- "$W/bin/pg_client" cron "$CPRE" zklock 5 "$CN" "$out" ;;
 	cron.zklock-trace) set -- "$W/bin/pg_client" cron "$CZT" zklock 5 "$CN" "$out" ;;
@@ -398,7 +399,7 @@ rotate() {  # rotate the list by $1 places
 }
 
 LAT_CONTENDERS="floor zklock zklock-async curator kazoo pg-advisory zklock-sem curator-sem"
-CRON_CONTENDERS="floor zklock zklock-preloaded pg-connect pg-advisory zklock-trace zklock-load"
+CRON_CONTENDERS="floor floor-fork zklock zklock-preloaded pg-connect pg-advisory zklock-trace zklock-load"
 SET_CONTENDERS="zklock zklock-five curator"
 
 # run_round K TAG: every figure once, contender order rotated by K
@@ -489,7 +490,7 @@ if read -r XPORTS <"$W/proxyx.out"; then
 	at_distance 2
 	for who in floor zklock curator kazoo pg-advisory; do run_one cycle "$who" x1; done
 	for who in floor zklock curator kazoo pg-advisory; do run_one latency "$who" x1; done
-	for who in floor zklock zklock-preloaded pg-connect pg-advisory; do run_one cron "$who" x1; done
+	for who in floor floor-fork zklock zklock-preloaded pg-connect pg-advisory; do run_one cron "$who" x1; done
 	at_distance 0
 	region_rounds_done=1
 else

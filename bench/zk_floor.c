@@ -22,6 +22,8 @@
  *                                            the watch event
  *   zk_floor session  HOSTS WARM N OUT       a cron job's floor: a new
  *                                            session, create + delete, close
+ *   zk_floor session-fork HOSTS WARM N OUT   the same, each session in a
+ *                                            new child process (fork)
  *
  * Writes OUT.lat (one latency in microseconds per line: the cycle, or for
  * handoff the acquire) and OUT.sum (key=value lines).  Every wait for a
@@ -32,11 +34,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <zookeeper/zookeeper.h>
 
 #include "proc_cpu.h"
@@ -671,9 +675,37 @@ run_latency(int warm, int n, const char *out)
 	return 0;
 }
 
-/* A cron job's floor: connect, create + delete, close, each sample whole. */
+/*
+ * One session in a child process: connect, create + delete, close.  The
+ * child reports its three parts through the pipe fd.
+ */
+static void
+session_in_child(int fd)
+{
+	Client		c = {0};
+	double		t[4];
+
+	t[0] = now_s();
+	client_connect(&c);
+	t[1] = now_s();
+	if (create_delete(&c, ROOT "/s/lock-") != 0)
+		_exit(1);
+	t[2] = now_s();
+	zookeeper_close(c.zh);
+	t[3] = now_s();
+	if (write(fd, t, sizeof(t)) != sizeof(t))
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * A cron job's floor: connect, create + delete, close, each sample whole.
+ * With fork, each session runs in a new child process of a parent that
+ * never opened one, as PostgreSQL forks a backend per connection (sample:
+ * fork to the child's exit).
+ */
 static int
-run_session(int warm, int n, const char *out)
+run_session(int warm, int n, const char *out, bool fork_each)
 {
 	Client		setup = {0},
 				acc = {0};
@@ -683,11 +715,62 @@ run_session(int warm, int n, const char *out)
 				t_close = 0;
 	char		extra[256];
 
-	client_connect(&setup);
-	ensure_node(setup.zh, ROOT);
-	ensure_node(setup.zh, ROOT "/s");
-	zookeeper_close(setup.zh);
-	for (int i = 0; i < warm + n; i++)
+	if (fork_each)
+	{
+		/* the parent stays a process that never started the library */
+		int			fd[2];
+		pid_t		pid;
+		int			status;
+		double		t[4];
+
+		for (int i = 0; i < warm + n; i++)
+		{
+			double		t0;
+
+			if (i == warm)
+				t_all = now_s();
+			if (pipe(fd) != 0)
+				die("pipe failed");
+			t0 = now_s();
+			if ((pid = fork()) < 0)
+				die("fork failed");
+			if (pid == 0)
+			{
+				close(fd[0]);
+				if (i == 0)
+				{
+					client_connect(&setup);
+					ensure_node(setup.zh, ROOT);
+					ensure_node(setup.zh, ROOT "/s");
+					zookeeper_close(setup.zh);
+				}
+				session_in_child(fd[1]);
+			}
+			close(fd[1]);
+			if (read(fd[0], t, sizeof(t)) != sizeof(t))
+				die("session child failed");
+			close(fd[0]);
+			if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+				WEXITSTATUS(status) != 0)
+				die("session child failed");
+			if (i >= warm)
+			{
+				add_sample(&acc.lat, now_s() - t0);
+				acc.cycles++;
+				t_conn += t[1] - t0;
+				t_work += t[2] - t[1];
+				t_close += now_s() - t[2];
+			}
+		}
+	}
+	else
+	{
+		client_connect(&setup);
+		ensure_node(setup.zh, ROOT);
+		ensure_node(setup.zh, ROOT "/s");
+		zookeeper_close(setup.zh);
+	}
+	for (int i = 0; !fork_each && i < warm + n; i++)
 	{
 		Client		c = {0};
 		double		t0,
@@ -728,7 +811,7 @@ main(int argc, char **argv)
 	if (argc != 6)
 	{
 		fprintf(stderr,
-				"usage: zk_floor cycle|async|read|latency|session HOSTS WARM N OUT\n"
+				"usage: zk_floor cycle|async|read|latency|session|session-fork HOSTS WARM N OUT\n"
 				"       zk_floor handoff|distinct HOSTS CLIENTS SECONDS OUT\n");
 		return 2;
 	}
@@ -744,8 +827,9 @@ main(int argc, char **argv)
 						 strcmp(argv[1], "handoff") == 0);
 	if (strcmp(argv[1], "latency") == 0)
 		return run_latency(atoi(argv[3]), atoi(argv[4]), argv[5]);
-	if (strcmp(argv[1], "session") == 0)
-		return run_session(atoi(argv[3]), atoi(argv[4]), argv[5]);
+	if (strcmp(argv[1], "session") == 0 || strcmp(argv[1], "session-fork") == 0)
+		return run_session(atoi(argv[3]), atoi(argv[4]), argv[5],
+						   strcmp(argv[1], "session-fork") == 0);
 	fprintf(stderr, "zk_floor: unknown mode %s\n", argv[1]);
 	return 2;
 }

@@ -178,10 +178,95 @@ guc_check_ssl_file(char **newval, void **extra, GucSource source)
 	return false;
 }
 
-/* The TLS settings, as PostgreSQL names its own. */
-static void
-guc_define_ssl(void)
+/*
+ * The settings, in the order PostgreSQL sorts them (by name).  Before 16,
+ * PostgreSQL appends each new setting to a sorted array and sorts it again;
+ * an append that keeps it sorted costs one pass instead of a sort.  That is
+ * part of the first call in every backend that loads zklock.  The TLS
+ * settings are named as PostgreSQL names its own.
+ */
+void
+zkl_guc_define(void)
 {
+	/*
+	 * Credentials: superuser-only and hidden from SHOW ALL and pg_settings
+	 * for everyone else.  No check hook, since a rejected value would be
+	 * echoed in the error; the form is checked when a session opens.
+	 */
+	DefineCustomStringVariable("zklock.auth",
+							   "ZooKeeper digest credentials (user:password) for new sessions.",
+							   "With it set, lock nodes can be changed or deleted only by this identity.",
+							   &zkl_auth,
+							   "",
+							   PGC_SUSET,
+							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("zklock.connect_timeout",
+							"Time allowed to connect to ZooKeeper before an error.",
+							NULL,
+							&zkl_connect_timeout,
+							10000, 100, 3600000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.hosts",
+							   "ZooKeeper connect string (host:port,...[/chroot]).",
+							   "Used when a backend opens its ZooKeeper session.",
+							   &zkl_hosts,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   guc_check_hosts, NULL, NULL);
+	DefineCustomBoolVariable("zklock.log_lock_waits",
+							 "Logs ZooKeeper lock waits that last longer than deadlock_timeout.",
+							 "Once when the wait has lasted deadlock_timeout (with the holder), and once when it ends.",
+							 &zkl_log_lock_waits,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("zklock.log_sessions",
+							 "Logs each ZooKeeper session this backend opens and closes, with where the time went.",
+							 "The open: name resolution, the start of the client's threads, connection and session creation. The close at exit: the wait for releases, then the close itself.",
+							 &zkl_log_sessions,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("zklock.node_naming",
+							 "Node names of exclusive locks: Curator's InterProcessMutex or InterProcessReadWriteLock.",
+							 "mutex names exclusive nodes -lock-, readwrite names them -__WRIT__; shared nodes are -__READ__ either way.",
+							 &zkl_node_naming,
+							 ZKL_NAMING_MUTEX,
+							 guc_naming_options,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("zklock.on_lock_loss",
+							 "What to do when a held lock's session is lost.",
+							 "error refuses every commit until the lock is released; terminate ends the backend.",
+							 &zkl_on_lock_loss,
+							 ZKL_LOSS_ERROR,
+							 guc_loss_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.root",
+							   "ZooKeeper path under which lock directories live.",
+							   "Every cluster that shares locks must use the same root.",
+							   &zkl_root,
+							   "/zklock",
+							   PGC_SUSET,
+							   0,
+							   guc_check_root, NULL, NULL);
+	DefineCustomIntVariable("zklock.session_timeout",
+							"ZooKeeper session timeout requested for new sessions.",
+							"The ensemble may negotiate it into its own bounds. Locks held by a backend that stopped answering are freed after it.",
+							&zkl_session_timeout,
+							30000, 100, 3600000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	DefineCustomBoolVariable("zklock.ssl",
 							 "Connects to ZooKeeper over TLS with a client certificate.",
 							 "With it on, new sessions use TLS only, never plain text; the certificate's subject is the session's identity (ACL scheme x509).",
@@ -214,52 +299,6 @@ guc_define_ssl(void)
 							   PGC_SIGHUP,
 							   0,
 							   guc_check_ssl_file, NULL, NULL);
-}
-
-void
-zkl_guc_define(void)
-{
-	DefineCustomStringVariable("zklock.hosts",
-							   "ZooKeeper connect string (host:port,...[/chroot]).",
-							   "Used when a backend opens its ZooKeeper session.",
-							   &zkl_hosts,
-							   "",
-							   PGC_SUSET,
-							   0,
-							   guc_check_hosts, NULL, NULL);
-	DefineCustomStringVariable("zklock.root",
-							   "ZooKeeper path under which lock directories live.",
-							   "Every cluster that shares locks must use the same root.",
-							   &zkl_root,
-							   "/zklock",
-							   PGC_SUSET,
-							   0,
-							   guc_check_root, NULL, NULL);
-	DefineCustomIntVariable("zklock.session_timeout",
-							"ZooKeeper session timeout requested for new sessions.",
-							"The ensemble may negotiate it into its own bounds. Locks held by a backend that stopped answering are freed after it.",
-							&zkl_session_timeout,
-							30000, 100, 3600000,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("zklock.connect_timeout",
-							"Time allowed to connect to ZooKeeper before an error.",
-							NULL,
-							&zkl_connect_timeout,
-							10000, 100, 3600000,
-							PGC_USERSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-	DefineCustomEnumVariable("zklock.on_lock_loss",
-							 "What to do when a held lock's session is lost.",
-							 "error refuses every commit until the lock is released; terminate ends the backend.",
-							 &zkl_on_lock_loss,
-							 ZKL_LOSS_ERROR,
-							 guc_loss_options,
-							 PGC_USERSET,
-							 0,
-							 NULL, NULL, NULL);
 	/* Like pg_stat_statements.max: only where the memory is made. */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomIntVariable("zklock.stat_max",
@@ -270,22 +309,6 @@ zkl_guc_define(void)
 								PGC_POSTMASTER,
 								0,
 								NULL, NULL, NULL);
-	DefineCustomBoolVariable("zklock.log_lock_waits",
-							 "Logs ZooKeeper lock waits that last longer than deadlock_timeout.",
-							 "Once when the wait has lasted deadlock_timeout (with the holder), and once when it ends.",
-							 &zkl_log_lock_waits,
-							 false,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
-	DefineCustomBoolVariable("zklock.log_sessions",
-							 "Logs each ZooKeeper session this backend opens and closes, with where the time went.",
-							 "The open: name resolution, the start of the client's threads, connection and session creation. The close at exit: the wait for releases, then the close itself.",
-							 &zkl_log_sessions,
-							 false,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("zklock.synchronous_release",
 							 "Waits for the ensemble to confirm releases before they return.",
 							 "With it on, a lock released by zk_unlock, COMMIT or ROLLBACK is free for every other client when the command returns; off returns at once and lets another client find the lock still taken for a round trip.",
@@ -294,29 +317,6 @@ zkl_guc_define(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
-	/*
-	 * Credentials: superuser-only and hidden from SHOW ALL and pg_settings
-	 * for everyone else.  No check hook, since a rejected value would be
-	 * echoed in the error; the form is checked when a session opens.
-	 */
-	DefineCustomStringVariable("zklock.auth",
-							   "ZooKeeper digest credentials (user:password) for new sessions.",
-							   "With it set, lock nodes can be changed or deleted only by this identity.",
-							   &zkl_auth,
-							   "",
-							   PGC_SUSET,
-							   GUC_SUPERUSER_ONLY | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
-							   NULL, NULL, NULL);
-	DefineCustomEnumVariable("zklock.node_naming",
-							 "Node names of exclusive locks: Curator's InterProcessMutex or InterProcessReadWriteLock.",
-							 "mutex names exclusive nodes -lock-, readwrite names them -__WRIT__; shared nodes are -__READ__ either way.",
-							 &zkl_node_naming,
-							 ZKL_NAMING_MUTEX,
-							 guc_naming_options,
-							 PGC_SUSET,
-							 0,
-							 NULL, NULL, NULL);
-	guc_define_ssl();
 	MarkGUCPrefixReserved("zklock");
 }
 

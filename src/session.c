@@ -748,6 +748,26 @@ session_open(void)
 }
 
 /*
+ * Close a lost session before a new one opens; zklock.log_sessions logs it
+ * as it logs the close at exit, with how it was lost.
+ */
+static void
+session_close_lost(bool ended)
+{
+	TimestampTz begin = GetCurrentTimestamp();
+	char	   *id = zkl_log_sessions ? session_id_text() : NULL;
+
+	session_close();
+	if (id != NULL)
+		ereport(LOG,
+				(errmsg("ZooKeeper session %s closed in %.3f ms after it was lost",
+						id, session_ms(begin, GetCurrentTimestamp())),
+				 ended ?
+				 errdetail("The ensemble expired it or refused its credentials.") :
+				 errdetail("No answer within the session timeout proved that the ensemble still knew it.")));
+}
+
+/*
  * Make sure this backend has a connected session: open one lazily on the
  * first call or after loss; wait for a reconnect within connect_timeout.
  */
@@ -755,19 +775,21 @@ void
 zkl_session_connect(void)
 {
 	bool		have;
+	bool		ended;
 	bool		lost;
 	bool		connected;
 
 	zkl_sess_log_flush();
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	have = zkl_sess_state_handle() != NULL;
-	lost = zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked();
+	ended = zkl_sess_state_ended_locked();
+	lost = ended || zkl_sess_lease_lost_locked();
 	connected = zkl_sess_state_connected_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 
 	if (have && lost)
 	{
-		session_close();
+		session_close_lost(ended);
 		have = false;
 	}
 	if (!have)

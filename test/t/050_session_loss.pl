@@ -32,6 +32,8 @@ my $west = zk_cluster('west', $zk, session_timeout => 20000);
 # Short sessions for the holders that are to lose their locks.
 my ($a, $s, $t) = map { waiter($east) } 1 .. 3;
 $_->query_safe("SET zklock.session_timeout = '2s'") for ($a, $s, $t);
+$a->query_safe("SET zklock.log_sessions = on");
+my $apid = backend_pid($a);
 $t->query_safe("SET zklock.on_lock_loss = 'terminate'");
 my $tpid = backend_pid($t);
 
@@ -74,7 +76,11 @@ like($a->{stderr}, qr/cannot commit while ZooKeeper lock "lx" \(exclusive\) is l
 $a->{stderr} = '';
 is($a->query_safe('SELECT count(*) FROM work'), '0', 'nothing it wrote is there');
 is($a->query_safe('SELECT count(*) FROM zk_locks'), '0', 'its transaction lock is gone');
+my $a_log = -s $east->logfile;
 ok($a->query_safe("SELECT zk_lock('lx-next')") > $tok_b, 'its next zk_lock works, on a new session');
+like(slurp_file($east->logfile, $a_log),
+	qr/\[$apid\][^\n]*LOG:  ZooKeeper session 0x[0-9a-f]+ closed in \d+\.\d{3} ms after it was lost\n.*DETAIL:  (?:The ensemble expired it|No answer within the session timeout)[^\n]*\n(?:.*\n)*?.*\[$apid\][^\n]*LOG:  ZooKeeper session 0x[0-9a-f]+ opened in/,
+	'log_sessions: the lost session\'s close is logged, with how it was lost, before the new one opens');
 is(zk_count($zk, '/zklock/lx'), 1, 'only the new holder\'s node is left');
 
 # --- 4. session lock: every commit that writes fails until it is released;

@@ -166,6 +166,17 @@ HOSTS=$(perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" start --servers 3 \
 	fail "the ensemble did not start"
 [ -n "$HOSTS" ] || fail "the ensemble did not start"
 
+# CPU time (user + system, all threads) of the ensemble's three servers, in
+# clock ticks: per run, what the servers spent on the contender's requests.
+CLK_TCK=$(getconf CLK_TCK)
+server_ticks() {
+	t=0
+	for p in $(pgrep -f -- "$W/ensemble/"); do
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo $t
+}
+
 free_port() {
 	# a port below the ephemeral range that nothing listens on
 	$PY - <<'EOF'
@@ -354,6 +365,7 @@ run_one() {
 	# The ensemble's own slowest request during the run (mntr, as the
 	# servers measured it), so that a stall can be told from zklock's.
 	$PY "$B/zkstat.py" "$HOSTS" reset >/dev/null 2>&1
+	srv_at=$(server_ticks)
 	log_at=$(stat -c %s "$W/pgzk.log" 2>/dev/null || echo 0)
 	# In the background, so that a signal to this script runs the trap at
 	# once; timeout signals the contender's whole process group.
@@ -364,6 +376,7 @@ run_one() {
 	rc=$?
 	BG_PIDS=$(echo "$BG_PIDS" | sed "s/ $cur\b//")
 	$PY "$B/zkstat.py" "$HOSTS" maxlat >"$out.zk" 2>/dev/null || rm -f "$out.zk"
+	echo "server_cpu_us=$((($(server_ticks) - srv_at) * 1000000 / CLK_TCK))" >"$out.srv"
 	if [ "$fig.$who" = cron.zklock-trace ]; then
 		# zklock.log_sessions: every open and close of the run (the last
 		# backends close after their client has gone: wait, bounded)

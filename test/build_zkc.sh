@@ -17,7 +17,8 @@
 # OpenSSL 3 has no FIPS_mode(); the 3.8.0 client's TLS handshake has no
 # time limit; and a session open resolved each (numeric) server address
 # twice with an interface dump each time, and looked up the user and host
-# for log lines below the level zklock sets.  The result is static and position-independent
+# for log lines below the level zklock sets; each request went out in two
+# sends (its length, then itself).  The result is static and position-independent
 # ($ZKLOCK_PG_CACHE/zkc/lib/libzookeeper.a, libhashtable.a, and the headers
 # under include/zookeeper), linked into zklock.so.  A stamp written last
 # names the source version and the patches: the next run with the same ones

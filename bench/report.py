@@ -190,8 +190,7 @@ mem_gib = int(meta.get("mem_kb", "0") or 0) / 1048576
 emit("zklock benchmark  %s  (make bench = sh bench/run.sh)" % time.strftime("%Y-%m-%d %H:%M %Z"))
 emit("machine:  %s CPUs (%s), %.1f GiB RAM, %s, %s" % (
     ncpu, meta.get("cpu", "?"), mem_gib, meta.get("kernel", "?"), meta.get("os", "?")))
-emit("software: %s; ZooKeeper %s, 3 servers on 127.0.0.1, forceSync=yes, snapCount=2000000 (no log roll"
-     " within the run);" % (
+emit("software: %s; ZooKeeper %s, 3 servers on 127.0.0.1, forceSync=yes;" % (
     meta.get("pg", "?").replace("postgres (PostgreSQL) ", "PostgreSQL "), meta.get("zk", "?")))
 emit("          Curator %s on %s; kazoo %s on %s; ZooKeeper C client 3.8.0 (zklock: built with"
      " OpenSSL by make deps and linked in; the floor: Debian's libzookeeper_mt)" % (

@@ -160,16 +160,9 @@ KAZOO_OK=1
 $PY -c 'import kazoo' 2>/dev/null || { KAZOO_OK=0; say "kazoo not importable under $PY"; }
 
 # ---------------------------------------------------------------- servers
-# snapCount: a snapshot rolls the transaction log, and on this machine's disk
-# the new log's first fsync has stalled every write of the ensemble for up
-# to 20 s (the servers' logs: no commit between the roll and its end), in
-# whichever contender's run it fell.  By default a roll comes every 50,000
-# to 100,000 transactions, several times per bench; at 2,000,000 none comes
-# within one (about 500,000).  Every write is still fsynced (forceSync).
 say "starting a 3-server ZooKeeper ensemble (forceSync=yes) on 127.0.0.1"
 HOSTS=$(perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" start --servers 3 \
-	--dir "$W/ensemble" --conf forceSync=yes --conf maxClientCnxns=0 \
-	--conf snapCount=2000000) ||
+	--dir "$W/ensemble" --conf forceSync=yes --conf maxClientCnxns=0) ||
 	fail "the ensemble did not start"
 [ -n "$HOSTS" ] || fail "the ensemble did not start"
 

@@ -670,6 +670,16 @@ session_open(void)
 	zkl_library_fds = ZKL_LIBRARY_FDS;
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
+	/*
+	 * Each server's attempt gets its share of connect_timeout (at least a
+	 * second, unless that is all of it): one that accepts and never
+	 * answers, frozen or overloaded, must not use it all before the
+	 * library tries the next.  Left to itself, the library waits two
+	 * thirds of the session timeout.
+	 */
+	zoo_set_connect_timeout(Max(zkl_connect_timeout / zkl_open_servers,
+								Min(zkl_connect_timeout, 1000)));
+
 	zh = session_start_handle(hosts, &init_errno);
 	t_started = GetCurrentTimestamp();
 	free(hosts);

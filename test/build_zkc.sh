@@ -18,7 +18,9 @@
 # time limit; and a session open resolved each (numeric) server address
 # twice with an interface dump each time, and looked up the user and host
 # for log lines below the level zklock sets; each request went out in two
-# sends (its length, then itself).  The result is static and position-independent
+# sends (its length, then itself); and a server that never answers the
+# handshake held each connection attempt for two thirds of the session
+# timeout (zoo_set_connect_timeout bounds it).  The result is static and position-independent
 # ($ZKLOCK_PG_CACHE/zkc/lib/libzookeeper.a, libhashtable.a, and the headers
 # under include/zookeeper), linked into zklock.so.  A stamp written last
 # names the source version and the patches: the next run with the same ones

@@ -88,6 +88,20 @@ endif
 # object built before would corrupt memory).
 $(OBJS): $(wildcard src/*.h) $(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h
 
+# Nor which PostgreSQL the objects were built for: make test ends with 18,
+# and a make or make install for 15 after it (make demo) would install 18's
+# zklock.so.  src/.pg-build names the PostgreSQL (its version and server
+# headers), rewritten only when that changes, and every object depends on
+# it.  zklock.so is linked again when the client library is rebuilt.
+ifneq ($(PGXS),)
+src/.pg-build: zklock-pg-check
+	@v="$$($(PG_CONFIG) --version) $$($(PG_CONFIG) --includedir-server)"; \
+	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$v" ]; then echo "$$v" >$@; fi
+$(OBJS): src/.pg-build
+$(shlib): $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a
+endif
+.PHONY: zklock-pg-check
+
 $(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h:
 	@echo "the TLS-capable ZooKeeper client is not built in $(ZKLOCK_ZKC): run 'make deps' first" >&2; exit 1
 
@@ -137,4 +151,4 @@ test: deps
 bench: deps
 	@sh bench/run.sh
 
-EXTRA_CLEAN = test/unit/test_names test/unit/test_owner results regression.diffs regression.out tmp_check
+EXTRA_CLEAN = test/unit/test_names test/unit/test_owner results regression.diffs regression.out tmp_check src/.pg-build

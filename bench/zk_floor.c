@@ -675,127 +675,110 @@ run_latency(int warm, int n, const char *out)
 	return 0;
 }
 
-/*
- * One session in a child process: connect, create + delete, close.  The
- * child reports its three parts through the pipe fd.
- */
+/* The cron floor's directories, made once. */
 static void
-session_in_child(int fd)
+session_setup(void)
+{
+	Client		setup = {0};
+
+	client_connect(&setup);
+	ensure_node(setup.zh, ROOT);
+	ensure_node(setup.zh, ROOT "/s");
+	zookeeper_close(setup.zh);
+}
+
+/* One session: connect, create + delete, close; t: the four moments. */
+static void
+session_once(double t[4])
 {
 	Client		c = {0};
-	double		t[4];
 
 	t[0] = now_s();
 	client_connect(&c);
 	t[1] = now_s();
 	if (create_delete(&c, ROOT "/s/lock-") != 0)
-		_exit(1);
+		die("create/delete failed");
 	t[2] = now_s();
 	zookeeper_close(c.zh);
 	t[3] = now_s();
-	if (write(fd, t, sizeof(t)) != sizeof(t))
-		_exit(1);
-	_exit(0);
+	pthread_mutex_destroy(&c.mu);
+	pthread_cond_destroy(&c.cv);
+}
+
+/*
+ * session_once in a new child process (after the setup, if asked), which
+ * reports its moments through a pipe; the sample runs from the fork to the
+ * child's exit.
+ */
+static void
+session_forked(double t[4], bool setup_first)
+{
+	const size_t size = 4 * sizeof(double);
+	int			fd[2];
+	pid_t		pid;
+	int			status;
+	double		t0;
+
+	if (pipe(fd) != 0)
+		die("pipe failed");
+	t0 = now_s();
+	if ((pid = fork()) < 0)
+		die("fork failed");
+	if (pid == 0)
+	{
+		close(fd[0]);
+		if (setup_first)
+			session_setup();
+		session_once(t);
+		_exit(write(fd[1], t, size) == (ssize_t) size ? 0 : 1);
+	}
+	close(fd[1]);
+	if (read(fd[0], t, size) != (ssize_t) size)
+		die("session child failed");
+	close(fd[0]);
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		WEXITSTATUS(status) != 0)
+		die("session child failed");
+	t[0] = t0;
+	t[3] = now_s();
 }
 
 /*
  * A cron job's floor: connect, create + delete, close, each sample whole.
  * With fork, each session runs in a new child process of a parent that
- * never opened one, as PostgreSQL forks a backend per connection (sample:
- * fork to the child's exit).
+ * never starts the library itself, as PostgreSQL forks a backend per
+ * connection.
  */
 static int
 run_session(int warm, int n, const char *out, bool fork_each)
 {
-	Client		setup = {0},
-				acc = {0};
+	Client		acc = {0};
 	double		t_all = 0,
 				t_conn = 0,
 				t_work = 0,
 				t_close = 0;
 	char		extra[256];
 
-	if (fork_each)
+	if (!fork_each)
+		session_setup();
+	for (int i = 0; i < warm + n; i++)
 	{
-		/* the parent stays a process that never started the library */
-		int			fd[2];
-		pid_t		pid;
-		int			status;
 		double		t[4];
-
-		for (int i = 0; i < warm + n; i++)
-		{
-			double		t0;
-
-			if (i == warm)
-				t_all = now_s();
-			if (pipe(fd) != 0)
-				die("pipe failed");
-			t0 = now_s();
-			if ((pid = fork()) < 0)
-				die("fork failed");
-			if (pid == 0)
-			{
-				close(fd[0]);
-				if (i == 0)
-				{
-					client_connect(&setup);
-					ensure_node(setup.zh, ROOT);
-					ensure_node(setup.zh, ROOT "/s");
-					zookeeper_close(setup.zh);
-				}
-				session_in_child(fd[1]);
-			}
-			close(fd[1]);
-			if (read(fd[0], t, sizeof(t)) != sizeof(t))
-				die("session child failed");
-			close(fd[0]);
-			if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-				WEXITSTATUS(status) != 0)
-				die("session child failed");
-			if (i >= warm)
-			{
-				add_sample(&acc.lat, now_s() - t0);
-				acc.cycles++;
-				t_conn += t[1] - t0;
-				t_work += t[2] - t[1];
-				t_close += now_s() - t[2];
-			}
-		}
-	}
-	else
-	{
-		client_connect(&setup);
-		ensure_node(setup.zh, ROOT);
-		ensure_node(setup.zh, ROOT "/s");
-		zookeeper_close(setup.zh);
-	}
-	for (int i = 0; !fork_each && i < warm + n; i++)
-	{
-		Client		c = {0};
-		double		t0,
-					t1,
-					t2;
 
 		if (i == warm)
 			t_all = now_s();
-		t0 = now_s();
-		client_connect(&c);
-		t1 = now_s();
-		if (create_delete(&c, ROOT "/s/lock-") != 0)
-			die("create/delete failed");
-		t2 = now_s();
-		zookeeper_close(c.zh);
+		if (fork_each)
+			session_forked(t, i == 0);
+		else
+			session_once(t);
 		if (i >= warm)
 		{
-			add_sample(&acc.lat, now_s() - t0);
+			add_sample(&acc.lat, t[3] - t[0]);
 			acc.cycles++;
-			t_conn += t1 - t0;
-			t_work += t2 - t1;
-			t_close += now_s() - t2;
+			t_conn += t[1] - t[0];
+			t_work += t[2] - t[1];
+			t_close += t[3] - t[2];
 		}
-		pthread_mutex_destroy(&c.mu);
-		pthread_cond_destroy(&c.cv);
 	}
 	/* the breakdown: session open, create + delete, close */
 	snprintf(extra, sizeof(extra),

@@ -238,8 +238,20 @@ session_at_exit(int code, Datum arg)
 }
 
 /*
+ * Where a connect string's server list ends: at its chroot, if any, else
+ * at its end.  Plain C, as the next.
+ */
+static const char *
+session_servers_end(const char *hosts)
+{
+	const char *chroot = strchr(hosts, '/');
+
+	return chroot ? chroot : hosts + strlen(hosts);
+}
+
+/*
  * The next server entry of a connect string whose server list ends at
- * end (where a chroot begins): *entry and *len, with *p moved past it and
+ * end (session_servers_end): *entry and *len, with *p moved past it and
  * its comma; false once the list is done.  Plain C: the resolver thread
  * uses it too.
  */
@@ -304,8 +316,7 @@ static void *
 session_resolve_main(void *arg)
 {
 	ZklResolve *r = (ZklResolve *) arg;
-	const char *chroot = strchr(r->hosts, '/');
-	const char *end = chroot ? chroot : r->hosts + strlen(r->hosts);
+	const char *end = session_servers_end(r->hosts);
 	const char *p = r->hosts;
 	const char *entry;
 	size_t		len;
@@ -322,8 +333,8 @@ session_resolve_main(void *arg)
 		ok = strlen(buf) + len + 24 < cap &&
 			session_resolve_one(r, buf, cap, entry, len);
 	}
-	if (ok && chroot)
-		strcat(buf, chroot);
+	if (ok)
+		strcat(buf, end);		/* the chroot, if any */
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	r->result = ok ? buf : NULL;
 	if (!ok)
@@ -374,8 +385,7 @@ session_resolved(void *arg)
 static bool
 session_hosts_numeric(const char *hosts)
 {
-	const char *chroot = strchr(hosts, '/');
-	const char *end = chroot ? chroot : hosts + strlen(hosts);
+	const char *end = session_servers_end(hosts);
 	const char *p = hosts;
 	const char *entry;
 	size_t		len;
@@ -583,11 +593,15 @@ session_open_settled(void *arg)
 static int
 session_count_servers(const char *hosts)
 {
-	int			n = 1;
+	const char *end = session_servers_end(hosts);
+	const char *p = hosts;
+	const char *entry;
+	size_t		len;
+	int			n = 0;
 
-	for (const char *p = hosts; *p && *p != '/'; p++)
-		n += *p == ',';
-	return n;
+	while (session_next_server(&p, end, &entry, &len))
+		n++;
+	return Max(n, 1);
 }
 
 /*

@@ -26,6 +26,9 @@ out=$(make -s unit PG_CONFIG="$1" 2>&1)
 echo "$out"
 count_tap "$out"
 echo "$out" | grep -q '^1\.\.' || count 0 1
+out=$(sh test/check_guc_order.sh)
+echo "$out"
+count_tap "$out"
 
 if [ "$(id -u)" -eq 0 ]; then
 	as_user() { runuser -u postgres -- "$@"; }

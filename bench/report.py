@@ -117,6 +117,10 @@ class Result:
     def rate(self):
         return self.cycles / self.seconds if self.seconds > 0 else float("nan")
 
+    def server_per_cycle(self):
+        """The ensemble's CPU per cycle in the runs measured (us), or None."""
+        return self.server_us / self.server_cycles if self.server_cycles else None
+
     def mean_of(self, key):
         vals = [float(s[key]) for s in self.sums if key in s]
         return sum(vals) / len(vals) if vals else float("nan")
@@ -245,10 +249,9 @@ def client_cpu(r):
 def cpu_line(rs):
     """The distinct figure is CPU-bound on 2 shared CPUs: what each client
     side spends per cycle, and what the ensemble's servers spend on it."""
-    srv = ["%s %.0f" % (w, r.server_us / r.server_cycles)
-           for w, r in ((w, rs["distinct", w]) for w in ("floor", "zklock", "zklock-xact", "zklock-async",
-                                                          "curator", "kazoo"))
-           if r.ok and r.server_cycles]
+    srv = ["%s %.0f" % (w, rs["distinct", w].server_per_cycle())
+           for w in ("floor", "zklock", "zklock-xact", "zklock-async", "curator", "kazoo")
+           if rs["distinct", w].ok and rs["distinct", w].server_per_cycle() is not None]
     if srv:
         emit("   the ensemble's CPU per cycle, distinct (3 servers, user + system, us): " + ", ".join(srv))
     parts = []
@@ -727,10 +730,10 @@ for me in ("zklock", "zklock-xact"):
             why = (" -- the run is CPU-bound on 2 CPUs shared with the servers: the client side spends"
                    " %.0f us of CPU per cycle (backends %.0f, libpq driver %.0f) against the C"
                    " client's %.0f us (%.1fx)" % (ca[0], ca[1], ca[2], cf[0], ca[0] / cf[0]))
-            if a.server_cycles and f.server_cycles:
+            sa, sf = a.server_per_cycle(), f.server_per_cycle()
+            if sa is not None and sf is not None:
                 why += ("; the servers spend %.0f us per cycle against the C client's %.0f (their cost"
-                        " per request falls as more requests share a batch: README)"
-                        % (a.server_us / a.server_cycles, f.server_us / f.server_cycles))
+                        " per request falls as more requests share a batch: README)" % (sa, sf))
         target(met,
                "distinct-lock throughput >= 80%% of the C client at %s clients%s: %.0f/s vs %.0f/s (%.0f%%)%s"
                % (meta.get("distinct_clients"), tag, a.rate, f.rate, 100 * a.rate / f.rate, why))

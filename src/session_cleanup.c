@@ -57,7 +57,7 @@ static ZklCleanup *zkl_cleanup_limbo = NULL;
 
 /*
  * Who hears that a delete sent at *sent was answered: called on the
- * completion thread with mu held.  Main thread, before the session opens.
+ * IO thread with mu held.  Main thread, before the session opens.
  */
 void
 zkl_sess_cleanup_on_delete(void (*hook) (const ZklStamp *sent))

@@ -40,8 +40,10 @@
  * A function whose name ends in _locked is called with mu held.
  *
  * Thread rules for the whole family.  Five kinds of threads run its code:
- * the backend's main thread; the client library's IO and completion
- * threads (the session and data watchers, completions, the log callback);
+ * the backend's main thread; the client library's IO thread (the session
+ * and data watchers, completions, the log callback: zoo_set_io_completions,
+ * a patch of ours, runs them there, and the library starts no completion
+ * thread);
  * the lease thread of session_lease.c (while the session has lock nodes);
  * the resolver thread of session.c (while a session opens); and the
  * probe thread of session_tls.c (while a TLS session is slow to open, a
@@ -58,7 +60,10 @@
  * mu, inside it.
  *
  * The main thread sends only asynchronous requests and waits for them in
- * session_wait.c, where cancels and timeouts are served.  Two library
+ * session_wait.c, where cancels and timeouts are served; with
+ * zoo_set_caller_sends (another patch of ours) the library writes such a
+ * request to the socket on the calling thread when the socket takes it at
+ * once (never with TLS), else wakes its IO thread for it.  Two library
  * calls block it: zookeeper_init2 or zookeeper_init_ssl (the connect
  * string is resolved first, where a cancel is served, so it finds only
  * addresses) and

@@ -260,7 +260,7 @@ session_proof_unlimbo(ZklProof *p)
 	return false;
 }
 
-/* A proof's answer, on the completion thread. */
+/* A proof's answer, on the IO thread. */
 static void
 session_proof_done(int rc, const void *data)
 {

@@ -197,7 +197,7 @@ session_op_unlimbo(ZklOp *op)
 }
 
 /*
- * Finish an op on the completion thread, with mu held by the caller; an
+ * Finish an op on the IO thread, with mu held by the caller; an
  * abandoned one is freed here after its clean-up.  Returns whether clean-
  * ups were queued.
  */

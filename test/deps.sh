@@ -7,6 +7,7 @@
 #           netcat-openbsd (four-letter words by hand),
 #           pgbouncer and postgresql-15-cron (the tools users run zklock with),
 #           gdb (holds a backend at the edge of a race window in 150_windows),
+#           strace (146_io_thread: which thread makes which system call),
 #           openssl and libio-socket-ssl-perl (170_tls: certificates, and
 #           four-letter words on a TLS-only ensemble),
 #           prometheus-postgres-exporter (197_exporter scrapes zklock's
@@ -17,7 +18,7 @@ set -eu
 PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
 libzookeeper-mt-dev zookeeper libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
-default-jdk-headless make gcc pgbouncer postgresql-15-cron gdb \
+default-jdk-headless make gcc pgbouncer postgresql-15-cron gdb strace \
 openssl libio-socket-ssl-perl cmake libssl-dev dpkg-dev patch \
 prometheus-postgres-exporter"
 

@@ -121,7 +121,8 @@ is(scalar(@tasks), 1, 'a backend that never called zk_* runs one thread');
 is(scalar(my @none = zk_servers_of($zk, $idle_pid)), 0, 'and has no connection to ZooKeeper');
 $idle->query_safe("SELECT zk_try_lock('lazy')");
 @tasks = glob("/proc/$idle_pid/task/*");
-ok(scalar(@tasks) >= 3, 'the first zk_* call starts the client threads');
+is(scalar(@tasks), 3,
+	'the first zk_* call starts the IO thread, and holding a lock the lease thread: no completion thread');
 is(scalar(my @one = zk_servers_of($zk, $idle_pid)), 1, 'and opens one ZooKeeper connection');
 
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);

@@ -19,7 +19,9 @@ trap 'rm -f "$defined"' EXIT
 postgres=$("$pgc" --bindir)/postgres
 {
 	nm -D --defined-only "$postgres"
-	ldd "$postgres" zklock.so | awk '$3 ~ /^\// { print $3 }' | sort -u |
+	# the libraries ("name => /path"), and the dynamic loader ("/path")
+	ldd "$postgres" zklock.so |
+		awk '$3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u |
 		while read -r lib; do nm -D --defined-only "$lib"; done
 } 2>/dev/null | awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u >"$defined"
 missing=$(nm -D --undefined-only zklock.so | awk '$1 == "U" { sub(/@.*/, "", $2); print $2 }' |

@@ -576,17 +576,34 @@ session_start_handle(const char *hosts, int *init_errno)
 /* Servers in the connect string of the session being opened. */
 static int	zkl_open_servers = 1;
 
+/* When every server had closed a connection at once; 0: not yet. */
+static TimestampTz zkl_open_all_closed_at = 0;
+
 /*
  * The connect wait ends once connected (or settled otherwise), or once
- * every server has closed a connection at once.  Under mu.
+ * every server has closed a connection at once and still no connection
+ * has opened a fifth of connect_timeout later (at least a second): what
+ * servers over their maxClientCnxns do.  Servers that are starting, or
+ * electing a leader, close new connections too, but only until they serve;
+ * a backend that came in that moment must wait for them, not fail.  The
+ * closes wake this wait (zkl_sess_log_callback), and the library's next
+ * attempts close again.  Under mu.
  */
 static bool
 session_open_settled(void *arg)
 {
 	char		unused[1];
+	TimestampTz now;
 
-	return zkl_sess_state_settled(arg) ||
-		zkl_sess_log_closed_locked(unused, sizeof(unused)) >= zkl_open_servers;
+	if (zkl_sess_state_settled(arg))
+		return true;
+	if (zkl_sess_log_closed_locked(unused, sizeof(unused)) < zkl_open_servers)
+		return false;
+	now = GetCurrentTimestamp();
+	if (zkl_open_all_closed_at == 0)
+		zkl_open_all_closed_at = now;
+	return now - zkl_open_all_closed_at >=
+		(int64) Max(1000, zkl_connect_timeout / 5) * 1000;
 }
 
 /* How many servers a resolved connect string names. */
@@ -667,6 +684,7 @@ session_open(void)
 	hosts = session_resolve();
 	t_resolved = GetCurrentTimestamp();
 	zkl_open_servers = session_count_servers(hosts);
+	zkl_open_all_closed_at = 0;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	zkl_sess_log_closed_reset_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
@@ -724,11 +742,25 @@ session_open(void)
 
 	/*
 	 * Digest credentials go first, ahead of every request; the library
-	 * sends them again after each reconnect.
+	 * sends them again after each reconnect, and keeps them while it is
+	 * between two connection attempts (C client patch 0008).  A session
+	 * without them must not open: its nodes would get no protecting ACL.
 	 */
 	if (zkl_use_auth())
-		(void) zoo_add_auth(zh, "digest", zkl_auth, (int) strlen(zkl_auth),
-							session_ignore, NULL);
+	{
+		int			rc = zoo_add_auth(zh, "digest", zkl_auth,
+									  (int) strlen(zkl_auth),
+									  session_ignore, NULL);
+
+		if (rc != ZOK)
+		{
+			session_close();
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not give the credentials of zklock.auth to the ZooKeeper session"),
+					 errdetail_internal("%s", zerror(rc))));
+		}
+	}
 	/* The watcher may have run before zh was published: read it again. */
 	if (zoo_state(zh) == ZOO_CONNECTED_STATE)
 		session_watcher(zh, ZOO_SESSION_EVENT, ZOO_CONNECTED_STATE, NULL, NULL);

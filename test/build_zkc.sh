@@ -20,7 +20,11 @@
 # for log lines below the level zklock sets; each request went out in two
 # sends (its length, then itself); and a server that never answers the
 # handshake held each connection attempt for two thirds of the session
-# timeout (zoo_set_connect_timeout bounds it).  The result is static and position-independent
+# timeout (zoo_set_connect_timeout bounds it); every answer crossed to a
+# completion thread and every request woke the IO thread through a pipe
+# (zoo_set_io_completions, zoo_set_caller_sends); and zoo_add_auth refused
+# credentials between two connection attempts.  The result is static and
+# position-independent
 # ($ZKLOCK_PG_CACHE/zkc/lib/libzookeeper.a, libhashtable.a, and the headers
 # under include/zookeeper), linked into zklock.so.  A stamp written last
 # names the source version and the patches: the next run with the same ones

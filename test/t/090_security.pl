@@ -147,6 +147,41 @@ is($chrooted->safe_psql('postgres', "SELECT zk_try_lock('shared-res')"), 'f',
 $h->quit;
 $chrooted->stop('fast');
 
+# Backends whose first connection attempt is refused (the ensemble is
+# restarting) give their credentials to the library while it may be
+# between two attempts; the sessions that open once the server is back
+# must carry them: every lock is taken and its node protected, none
+# refused for its ACL.  The library used to drop credentials added in that
+# state (C client patch 0008); a backend lands in it one time in five to
+# fifteen, so 24 of them.
+$zk->stop_server(1);
+my @late = map { waiter($node) } 1 .. 24;
+my @lpid = map { backend_pid($_) } @late;
+for my $i (0 .. $#late)
+{
+	$late[$i]->query_safe("SET zklock.connect_timeout = '60s'");
+	start_wait($late[$i], "SELECT zk_lock('after-restart-$i') > 0");
+}
+ok( poll_until(
+		sub {
+			!grep { !is_waiting($node, $_) } @lpid;
+		},
+		60),
+	'24 backends call zk_lock while the only server is down, and wait to connect');
+$zk->restart_server(1);
+my @taken;
+for my $i (0 .. $#late)
+{
+	my ($lout, $lerr) = finish_wait($late[$i]);
+	push @taken, $i if $lout eq 't';
+	diag("backend $i: $lerr") if $lout ne 't';
+}
+is(scalar @taken, 24, 'once the server is back, every one takes its lock');
+my $lnode = $late[0]->query_safe("SELECT node FROM zk_locks WHERE name = 'after-restart-0'");
+is(zkq($hosts, 'delete', "'$lnode'"), 'NoAuthError',
+	'its credentials protect the node: an unauthenticated client cannot delete it');
+$_->quit for @late;
+
 $node->stop('fast');
 $zk->stop;
 done_testing();

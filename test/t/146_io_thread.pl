@@ -102,4 +102,55 @@ SKIP:
 }
 
 $s->quit;
+
+# A session that the ensemble expires ends its IO thread by itself (the
+# library's state is unrecoverable).  With no completion thread to hold
+# the handle, zklock's close of that session (before the next one opens)
+# must still join that thread, or its stack (8 MiB reserved) stays mapped
+# for the life of the backend, one more per expiry.  The backend is frozen
+# until the ensemble has dropped its session, then resumed; the next
+# zk_try_lock opens a new session.  After the first round, the stacks that
+# glibc keeps for reuse are warm: the backend's address space must not
+# grow by a thread stack per further expiry.
+my $x = waiter($east);
+$x->query_safe("SET zklock.session_timeout = '1s'");
+my $xpid = backend_pid($x);
+
+sub vm_kb
+{
+	open(my $fh, '<', "/proc/$xpid/status") or return -1;
+	my ($kb) = join('', <$fh>) =~ /^VmSize:\s+(\d+) kB/m;
+	return $kb // -1;
+}
+
+sub threads_of { my @t = glob("/proc/$xpid/task/*"); return scalar @t; }
+
+my (@vm, $expired_all);
+$expired_all = 1;
+for my $round (1 .. 4)
+{
+	is($x->query_safe("SELECT zk_try_lock('io-x') AND zk_unlock('io-x')"), 't',
+		"round $round: a session is open");
+	my $sid = $x->query_safe("SELECT session_id FROM zk_session()");
+	my $threads = threads_of();
+	kill 'STOP', $xpid;
+	my $gone = poll_until(
+		sub {
+			my $cons = $zk->four_letter(1, 'cons');
+			return defined $cons && $cons !~ /sid=\Q$sid\E\b/;
+		},
+		30);
+	kill 'CONT', $xpid;
+	# The library hears of the expiry and its IO thread ends.
+	my $ended = $gone && poll_until(sub { threads_of() < $threads }, 30);
+	$expired_all &&= $ended;
+	is($x->query_safe("SELECT zk_try_lock('io-x') AND zk_unlock('io-x')"), 't',
+		"round $round: the next call opens a new session");
+	push @vm, vm_kb();
+}
+ok($expired_all, 'every round the ensemble expired the session and the IO thread ended');
+note("VmSize after each round (kB): @vm");
+cmp_ok($vm[3] - $vm[1], '<', 8192,
+	'the IO threads of expired sessions are joined: no thread stack left behind per expiry');
+$x->quit;
 done_testing();

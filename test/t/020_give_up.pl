@@ -122,7 +122,7 @@ is(scalar(my @none = zk_servers_of($zk, $idle_pid)), 0, 'and has no connection t
 $idle->query_safe("SELECT zk_try_lock('lazy')");
 @tasks = glob("/proc/$idle_pid/task/*");
 is(scalar(@tasks), 3,
-	'the first zk_* call starts the IO thread, and holding a lock the lease thread: no completion thread');
+	'the first zk_* call starts the IO and lease threads: no completion thread');
 is(scalar(my @one = zk_servers_of($zk, $idle_pid)), 1, 'and opens one ZooKeeper connection');
 
 finish(sessions => \@sessions, nodes => [$node], zk => $zk);

@@ -145,11 +145,14 @@ for my $round (1 .. 4)
 	my $ended = $gone && poll_until(sub { threads_of() < $threads }, 30);
 	$expired_all &&= $ended;
 	is($x->query_safe("SELECT zk_try_lock('io-x') AND zk_unlock('io-x')"), 't',
-		"round $round: the next call opens a new session");
+		"round $round: the next call takes the lock");
+	isnt($x->query_safe("SELECT session_id FROM zk_session()"), $sid,
+		"round $round: on a new session");
 	push @vm, vm_kb();
 }
 ok($expired_all, 'every round the ensemble expired the session and the IO thread ended');
 note("VmSize after each round (kB): @vm");
+ok(!grep({ $_ <= 0 } @vm), 'VmSize was read every round');
 cmp_ok($vm[3] - $vm[1], '<', 8192,
 	'the IO threads of expired sessions are joined: no thread stack left behind per expiry');
 $x->quit;

@@ -23,7 +23,9 @@
 # timeout (zoo_set_connect_timeout bounds it); every answer crossed to a
 # completion thread and every request woke the IO thread through a pipe
 # (zoo_set_io_completions, zoo_set_caller_sends); and zoo_add_auth refused
-# credentials between two connection attempts.  The result is static and
+# credentials between two connection attempts; and a request made as the
+# session expired could be recorded after the IO thread had answered every
+# pending one and ended, and was never answered.  The result is static and
 # position-independent
 # ($ZKLOCK_PG_CACHE/zkc/lib/libzookeeper.a, libhashtable.a, and the headers
 # under include/zookeeper), linked into zklock.so.  A stamp written last

@@ -10,6 +10,11 @@
 #   wait: the wait must see it and fail, not wait for ever.  gdb in
 #   non-stop mode holds only the main thread; the client library's threads
 #   hear of the expiry meanwhile.
+# - An expiry while a request is being made: after the client library
+#   checked that the session lives, before it recorded the request.  The
+#   library's IO thread has answered every request it knew of with the
+#   expiry and ended; one recorded after that was never answered, and the
+#   backend waited for it until statement_timeout (C client patch 0009).
 # - The first memory allocation after the lock node is made fails: the
 #   backend must never keep a node it has not recorded (the node goes with
 #   the error, or the lock set holds it and releases it as usual).
@@ -139,6 +144,43 @@ unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');
 is($w->query_safe("SELECT count(*) FROM zk_locks WHERE name = 'expiry'"), '0',
 	'and records no lock');
 $h->query_safe("SELECT zk_unlock('expiry')");
+
+# --- an expiry while a request is being made.  gdb holds the main thread
+# in serialize_RequestHeader: the create's request is being written, the
+# library has checked that the session lives, and the request is not
+# recorded yet.
+my $r = session(1);
+my $rpid = backend_pid($r);
+$r->query_safe("SELECT zk_lock('race-hold')");
+my $gr = ZkGdb->attach($rpid, non_stop => 1);
+ok($gr, 'gdb attached to a backend with a session');
+like($gr->cmd('break serialize_RequestHeader thread 1') // '', qr/Breakpoint 1 at/,
+	'a breakpoint where the main thread writes a request');
+$gr->cmd('continue -a &');
+start_wait($r, "SELECT zk_lock('race')");
+ok($gr->wait_for(qr/hit Breakpoint 1\b/, 30),
+	'the main thread stops there, making the create of zk_lock(\'race\')')
+  or diag($gr->output);
+$proxy->mode('cut');
+ok(poll_until(sub { zk_count($zk, '/zklock/race-hold') == 0 }, 30),
+	'cut off, its session expires on the ensemble: its node is gone');
+$proxy->mode('pass');
+# zklock hears of the expiry from the IO thread after it answered every
+# request it had.
+ok( poll_until(
+		sub { ($gr->cmd('print zkl_state_state', 10) // '') =~ /= -112\b/ }, 30),
+	'the client library has heard the session expired, the main thread still held'
+) or diag($gr->output);
+$gr->cmd('delete');
+$gr->cmd('continue -a &');
+$gr->detach;
+($out, $err) = finish_wait($r);
+like($err, qr{ERROR:  ZooKeeper session expired while acquiring lock "race"},
+	'the request is refused and the call fails') or diag("out: $out");
+unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');
+is(zk_count($zk, '/zklock/race'), 0, 'no node is left');
+is($r->query_safe("SELECT zk_try_lock('race')"), 't', 'the next call works, on a new session');
+$r->query_safe("SELECT zk_unlock('race')");
 
 # --- defect 4: an allocation fails after the recipe made the node and
 # before the lock set has recorded it.  gdb (all-stop) lets the recipe run

@@ -102,38 +102,74 @@ session_count_state_locked(int state)
 		zkl_session_disconnected = true;
 }
 
+/*
+ * Record a state of the published handle zh: the library's connected
+ * session's id and timeout with it (zoo_client_id and zoo_recv_timeout
+ * read fields of the handle and take none of the library's locks).
+ * Whether it is a (re)connect.  Caller holds mu.
+ */
+static bool
+session_record_locked(zhandle_t *zh, int state)
+{
+	int64_t		id = 0;
+	int			timeout = 0;
+
+	if (state == ZOO_CONNECTED_STATE)
+	{
+		id = zoo_client_id(zh)->client_id;
+		timeout = zoo_recv_timeout(zh);
+	}
+	zkl_sess_state_record_locked(state, timeout, id);
+	session_count_state_locked(state);
+	if (zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked())
+		zkl_sess_lease_mark_lost_locked();
+	zkl_sess_request_session_event_locked();
+	zkl_sess_lease_wake_locked();
+	return state == ZOO_CONNECTED_STATE;
+}
+
 static void
 session_watcher(zhandle_t *zh, int type, int state, const char *path,
 				void *ctx)
 {
 	bool		reconnected = false;
-	const clientid_t *id = NULL;
-	int			timeout = 0;
 
 	(void) path;
 	(void) ctx;
 	if (type != ZOO_SESSION_EVENT)
 		return;
-	if (state == ZOO_CONNECTED_STATE)
-	{
-		id = zoo_client_id(zh);
-		timeout = zoo_recv_timeout(zh);
-	}
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (zkl_sess_state_handle() == zh)
-	{
-		zkl_sess_state_record_locked(state, timeout, id ? id->client_id : 0);
-		session_count_state_locked(state);
-		reconnected = state == ZOO_CONNECTED_STATE;
-		if (zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked())
-			zkl_sess_lease_mark_lost_locked();
-		zkl_sess_request_session_event_locked();
-		zkl_sess_lease_wake_locked();
-	}
+		reconnected = session_record_locked(zh, state);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (reconnected)
 		zkl_sess_cleanup_issue();
 	zkl_sess_sync_kick();
+}
+
+/*
+ * The watcher drops what it hears before zh is published (the library may
+ * connect that soon): once it is, record the connection if the library
+ * has it.  The library's state is read under mu, which the watcher
+ * records under: a later report of the IO thread (the connection gone
+ * again) is recorded after this, and one made before is what this reads,
+ * so an older state never overwrites a newer one.  zoo_state reads a
+ * field and takes no lock.  Main thread.
+ */
+static void
+session_catch_up(zhandle_t *zh)
+{
+	bool		connected = false;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (zkl_sess_state_handle() == zh && zoo_state(zh) == ZOO_CONNECTED_STATE)
+		connected = session_record_locked(zh, ZOO_CONNECTED_STATE);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (connected)
+	{
+		zkl_sess_cleanup_issue();
+		zkl_sess_sync_kick();
+	}
 }
 
 /* Close the handle; main thread, never while holding mu. */
@@ -761,9 +797,8 @@ session_open(void)
 					 errdetail_internal("%s", zerror(rc))));
 		}
 	}
-	/* The watcher may have run before zh was published: read it again. */
-	if (zoo_state(zh) == ZOO_CONNECTED_STATE)
-		session_watcher(zh, ZOO_SESSION_EVENT, ZOO_CONNECTED_STATE, NULL, NULL);
+	/* The watcher may have run before zh was published. */
+	session_catch_up(zh);
 
 	zkl_uuid_counter = 0;
 	{

@@ -15,6 +15,10 @@
 #   library's IO thread has answered every request it knew of with the
 #   expiry and ended; one recorded after that was never answered, and the
 #   backend waited for it until statement_timeout (C client patch 0009).
+# - The connection drops while the first call opens the session, just as
+#   the main thread catches up with the library's state: the drop must
+#   stay recorded (the call fails within zklock.connect_timeout, and
+#   zk_session() does not say connected).
 # - The first memory allocation after the lock node is made fails: the
 #   backend must never keep a node it has not recorded (the node goes with
 #   the error, or the lock set holds it and releases it as usual).
@@ -181,6 +185,59 @@ unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');
 is(zk_count($zk, '/zklock/race'), 0, 'no node is left');
 is($r->query_safe("SELECT zk_try_lock('race')"), 't', 'the next call works, on a new session');
 $r->query_safe("SELECT zk_unlock('race')");
+
+# --- the connection drops while the first call opens the session: the
+# library has connected, and the main thread, which may have missed the
+# watcher's report (it runs before the handle is published), reads the
+# library's state to catch up.  A drop recorded meanwhile by the IO thread
+# must stay recorded: the catch-up reads the state under the lock that the
+# watcher records it under.  Before, it read the state first and recorded
+# it later: the backend said 'connected' for as long as the connection
+# stayed down, and its first call waited until statement_timeout.
+my $c = waiter($node);
+$c->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'");
+$c->query_safe("SET zklock.connect_timeout = '3s'");
+$c->query_safe("SET statement_timeout = '20s'");
+is($c->query_safe("SELECT state FROM zk_session()"), 'closed',
+	'zklock is loaded (for gdb), with no session yet');
+push @sessions, $c;
+my $gc = ZkGdb->attach(backend_pid($c), non_stop => 1);
+ok($gc, 'gdb attached to a backend with no session yet');
+# Hold the main thread before it publishes the handle until the library
+# has connected: the watcher's report of it is dropped, as it is when the
+# IO thread is quicker.  Then hold it where it catches up.
+like($gc->cmd('break zoo_set_servers_resolution_delay thread 1') // '', qr/Breakpoint 1 at/,
+	'a breakpoint before the main thread publishes the new handle');
+$gc->cmd('continue -a &');
+start_wait($c, "SELECT zk_try_lock('catch-up')");
+ok($gc->wait_for(qr/hit Breakpoint 1\b/, 30), 'the main thread stops there')
+  or diag($gc->output);
+$gc->cmd('thread 1');
+ok(poll_until(sub { ($gc->cmd('print zh->state', 10) // '') =~ /= 3\b/ }, 30),
+	'meanwhile the library connects') or diag($gc->output);
+$gc->cmd('delete');
+like($gc->cmd('break session_catch_up thread 1') // '', qr/Breakpoint 2 at/,
+	'a breakpoint where the main thread catches up with the library\'s state');
+$gc->cmd('thread 1');
+$gc->cmd('continue &');
+ok($gc->wait_for(qr/hit Breakpoint 2\b/, 30), 'the main thread stops there')
+  or diag($gc->output);
+$proxy->mode('cut');
+ok( poll_until(
+		sub { ($gc->cmd('print zkl_state_state', 10) // '') =~ /= [01]\b/ }, 30),
+	'cut off, the IO thread records that the connection is gone'
+) or diag($gc->output);
+$gc->cmd('delete');
+$gc->cmd('continue -a &');
+$gc->detach;
+($out, $err) = finish_wait($c);
+like($err, qr/ERROR:  /, 'the call fails with the connection gone') or diag("out: $out");
+unlike($err, qr/statement timeout/, 'before statement_timeout');
+unlike($c->query_safe("SELECT state FROM zk_session()"), qr/^connected$/,
+	'zk_session() does not say connected while the connection is down');
+$proxy->mode('pass');
+is($c->query_safe("SELECT zk_try_lock('catch-up')"), 't', 'with the connection back, the lock is taken');
+$c->query_safe("SELECT zk_unlock('catch-up')");
 
 # --- defect 4: an allocation fails after the recipe made the node and
 # before the lock set has recorded it.  gdb (all-stop) lets the recipe run

@@ -18,7 +18,7 @@ EXTENSION = zklock
 EXTVERSION = 1.1
 
 MODULE_big = zklock
-OBJS = src/deadlock.o src/engine.o src/fleet.o src/guc.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
+OBJS = src/deadlock.o src/engine.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
 	src/session_cleanup.o src/session_clock.o src/session_lease.o src/session_log.o \
 	src/session_request.o src/session_state.o src/session_sync.o src/session_tls.o \
 	src/session_wait.o src/sql_api.o src/sql_stats.o src/zklock.o
@@ -134,12 +134,17 @@ demo-stop:
 # Unit tests of the pure C helpers (no PostgreSQL, no ZooKeeper).
 # The owner parser reads data written by any client: it is fuzzed under
 # AddressSanitizer and UBSan.
-unit: test/unit/test_names test/unit/test_owner
+unit: test/unit/test_names test/unit/test_owner test/unit/test_hosts
 	@./test/unit/test_names
 	@./test/unit/test_owner
+	@./test/unit/test_hosts
 
 test/unit/test_names: test/unit/test_names.c test/unit/tap.h src/names.c src/names.h
 	$(CC) -Wall -Wextra -Werror -O1 -I src -o $@ test/unit/test_names.c src/names.c
+
+test/unit/test_hosts: test/unit/test_hosts.c test/unit/tap.h src/hosts.c src/hosts.h
+	$(CC) -Wall -Wextra -Werror -O1 -fsanitize=address,undefined \
+		-fno-sanitize-recover=all -I src -o $@ test/unit/test_hosts.c src/hosts.c
 
 test/unit/test_owner: test/unit/test_owner.c test/unit/tap.h src/owner.c src/owner.h
 	$(CC) -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined \
@@ -151,4 +156,4 @@ test: deps
 bench: deps
 	@sh bench/run.sh
 
-EXTRA_CLEAN = test/unit/test_names test/unit/test_owner results regression.diffs regression.out tmp_check src/.pg-build
+EXTRA_CLEAN = test/unit/test_names test/unit/test_owner test/unit/test_hosts results regression.diffs regression.out tmp_check src/.pg-build

@@ -22,6 +22,7 @@
 #include "utils/guc.h"
 
 #include "guc.h"
+#include "hosts.h"
 #include "names.h"
 
 char	   *zkl_hosts = NULL;
@@ -143,17 +144,35 @@ zkl_guc_chroot(void)
 }
 
 /*
- * zklock.hosts: its chroot, if any, must be a path ZooKeeper accepts and
- * not ZooKeeper's own tree; the hosts are checked when a session opens.
+ * zklock.hosts: a connect string whose servers zklock can read (hosts.c:
+ * host:port entries, 2181 when the port is left out, IPv6 in brackets),
+ * and whose chroot, if any, is a path ZooKeeper accepts and not
+ * ZooKeeper's own tree.  Whether the hosts resolve and answer is seen
+ * when a session opens.  Empty is unset.
  */
 static bool
 guc_check_hosts(char **newval, void **extra, GucSource source)
 {
-	const char *slash = *newval ? strchr(*newval, '/') : NULL;
+	const char *slash;
 	const char *problem;
+	ZklServer  *servers;
+	char		buf[256];
+	int			n;
 
 	(void) extra;
 	(void) source;
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	servers = palloc(sizeof(ZklServer) * zkl_hosts_count(*newval));
+	n = zkl_hosts_parse(*newval, servers, buf, sizeof(buf));
+	pfree(servers);
+	if (n < 0)
+	{
+		GUC_check_errdetail("%s", buf);
+		GUC_check_errhint("zklock.hosts is a ZooKeeper connect string: host:port entries separated by commas, then an optional chroot path, as in zk1:2181,zk2:2181,[2001:db8::3]:2181/app.");
+		return false;
+	}
+	slash = strchr(*newval, '/');
 	if (slash == NULL)
 		return true;
 	problem = guc_path_problem(slash, "The chroot", true);

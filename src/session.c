@@ -39,6 +39,7 @@
 
 #include "compat.h"
 #include "guc.h"
+#include "hosts.h"
 #include "session_int.h"
 #include "session_tls.h"
 #include "stats.h"
@@ -274,77 +275,93 @@ session_at_exit(int code, Datum arg)
 }
 
 /*
- * Where a connect string's server list ends: at its chroot, if any, else
- * at its end.  Plain C, as the next.
- */
-static const char *
-session_servers_end(const char *hosts)
-{
-	const char *chroot = strchr(hosts, '/');
-
-	return chroot ? chroot : hosts + strlen(hosts);
-}
-
-/*
- * The next server entry of a connect string whose server list ends at
- * end (session_servers_end): *entry and *len, with *p moved past it and
- * its comma; false once the list is done.  Plain C: the resolver thread
- * uses it too.
+ * The address of a host name, as "address:port" in out
+ * (ZKL_SERVER_ADDR_MAX bytes): its first IPv4 address if it has one, else
+ * its first IPv6 address.  Plain C: runs on the resolver thread.
  */
 static bool
-session_next_server(const char **p, const char *end, const char **entry,
-					size_t *len)
+session_lookup(ZklResolve *r, const ZklServer *sv, char *out)
 {
-	const char *comma;
-
-	if (*p >= end)
-		return false;
-	comma = memchr(*p, ',', end - *p);
-	*entry = *p;
-	*len = comma ? (size_t) (comma - *p) : (size_t) (end - *p);
-	*p += *len + (comma ? 1 : 0);
-	return true;
-}
-
-/*
- * Append one host:port of a connect string to out (of size cap), with the
- * host resolved to an address.  Plain C: runs on the resolver thread.
- */
-static bool
-session_resolve_one(ZklResolve *r, char *out, size_t cap, const char *entry,
-					size_t len)
-{
-	char	   *item = strndup(entry, len);
-	char	   *colon = item ? strrchr(item, ':') : NULL;
-	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+	char	   *name = strndup(sv->host, sv->host_len);
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res = NULL;
-	char		addr[INET_ADDRSTRLEN];
-	size_t		used = strlen(out);
+	struct addrinfo *pick = NULL;
+	char		addr[INET6_ADDRSTRLEN];
 	int			rc;
 
-	if (item == NULL)
+	if (name == NULL)
 		return false;
-	if (colon == NULL || strchr(item, '[') != NULL)
+	rc = getaddrinfo(name, NULL, &hints, &res);
+	for (struct addrinfo *a = rc == 0 ? res : NULL; a != NULL; a = a->ai_next)
 	{
-		/* No port, or IPv6 in brackets: leave it to the library. */
-		snprintf(out + used, cap - used, "%s", item);
-		free(item);
-		return true;
+		if (a->ai_family == AF_INET)
+		{
+			pick = a;
+			break;
+		}
+		if (a->ai_family == AF_INET6 && pick == NULL)
+			pick = a;
 	}
-	*colon = '\0';
-	rc = getaddrinfo(item, NULL, &hints, &res);
-	if (rc != 0 || res == NULL)
+	if (pick == NULL)
 	{
-		r->gai_error = rc;
-		r->failed_host = item;
+		if (res != NULL)
+			freeaddrinfo(res);
+		r->gai_error = rc != 0 ? rc : EAI_FAMILY;
+		r->failed_host = name;
 		return false;
 	}
-	inet_ntop(AF_INET, &((struct sockaddr_in *) res->ai_addr)->sin_addr,
-			  addr, sizeof(addr));
+	if (pick->ai_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) pick->ai_addr)->sin6_addr,
+				  addr, sizeof(addr));
+	else
+		inet_ntop(AF_INET, &((struct sockaddr_in *) pick->ai_addr)->sin_addr,
+				  addr, sizeof(addr));
 	freeaddrinfo(res);
-	snprintf(out + used, cap - used, "%s:%s", addr, colon + 1);
-	free(item);
+	free(name);
+	snprintf(out, ZKL_SERVER_ADDR_MAX, "%s:%d", addr, sv->port);
 	return true;
+}
+
+/*
+ * The connect string the client library gets (malloc'd): every server as
+ * "address:port", then the chroot.  With r, host names are looked up
+ * (the resolver thread: a failure is recorded in r); without, NULL when
+ * one is a name.  NULL also when out of memory.  hosts was checked
+ * (session_check_settings).  Plain C.
+ */
+static char *
+session_hosts_for_library(const char *hosts, ZklResolve *r)
+{
+	int			max = zkl_hosts_count(hosts);
+	const char *chroot = zkl_hosts_end(hosts);
+	size_t		cap = (size_t) max * (ZKL_SERVER_ADDR_MAX + 1) + strlen(chroot) + 1;
+	ZklServer  *sv = calloc(max, sizeof(ZklServer));
+	char	   *out = calloc(1, cap);
+	char		problem[256];
+	int			n = sv && out ? zkl_hosts_parse(hosts, sv, problem, sizeof(problem)) : -1;
+
+	for (int i = 0; i < n; i++)
+	{
+		char		addr[ZKL_SERVER_ADDR_MAX];
+
+		if (!zkl_hosts_numeric(&sv[i], addr) &&
+			(r == NULL || !session_lookup(r, &sv[i], addr)))
+		{
+			n = -1;
+			break;
+		}
+		if (i > 0)
+			strcat(out, ",");
+		strcat(out, addr);
+	}
+	free(sv);
+	if (n < 0)
+	{
+		free(out);
+		return NULL;
+	}
+	strcat(out, chroot);
+	return out;
 }
 
 /* The resolver thread: plain C, every signal blocked. */
@@ -352,29 +369,10 @@ static void *
 session_resolve_main(void *arg)
 {
 	ZklResolve *r = (ZklResolve *) arg;
-	const char *end = session_servers_end(r->hosts);
-	const char *p = r->hosts;
-	const char *entry;
-	size_t		len;
+	char	   *buf = session_hosts_for_library(r->hosts, r);
 
-	/* An address is never longer than the name plus 16 bytes. */
-	size_t		cap = strlen(r->hosts) * 2 + 64;
-	char	   *buf = calloc(1, cap);
-	bool		ok = buf != NULL;
-
-	while (ok && session_next_server(&p, end, &entry, &len))
-	{
-		if (buf[0] != '\0')
-			strcat(buf, ",");
-		ok = strlen(buf) + len + 24 < cap &&
-			session_resolve_one(r, buf, cap, entry, len);
-	}
-	if (ok)
-		strcat(buf, end);		/* the chroot, if any */
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	r->result = ok ? buf : NULL;
-	if (!ok)
-		free(buf);
+	r->result = buf;
 	r->done = true;
 	if (r->abandoned)
 	{
@@ -414,44 +412,10 @@ session_resolved(void *arg)
 }
 
 /*
- * Whether every server of a connect string is given by a numeric IPv4
- * address with a port, or in brackets (left to the library): then there
- * is nothing to resolve, and no thread to start for it.
- */
-static bool
-session_hosts_numeric(const char *hosts)
-{
-	const char *end = session_servers_end(hosts);
-	const char *p = hosts;
-	const char *entry;
-	size_t		len;
-
-	while (session_next_server(&p, end, &entry, &len))
-	{
-		const char *colon = NULL;
-		char		host[INET_ADDRSTRLEN];
-		struct in_addr addr;
-
-		if (memchr(entry, '[', len) != NULL)
-			continue;
-		for (const char *q = entry; q < entry + len; q++)
-			if (*q == ':')
-				colon = q;
-		if (colon == NULL || (size_t) (colon - entry) >= sizeof(host))
-			return false;
-		memcpy(host, entry, colon - entry);
-		host[colon - entry] = '\0';
-		if (inet_pton(AF_INET, host, &addr) != 1)
-			return false;
-	}
-	return true;
-}
-
-/*
  * Resolve the host names of zklock.hosts where a cancel or
  * statement_timeout is served, within connect_timeout.  Returns the
  * connect string with addresses (malloc'd).  A connect string of
- * addresses only is returned as it is.
+ * addresses only needs no thread.
  */
 static char *
 session_resolve(void)
@@ -466,15 +430,9 @@ session_resolve(void)
 	char	   *failed = NULL;
 	int			gai_error = 0;
 
-	if (session_hosts_numeric(zkl_hosts))
-	{
-		result = strdup(zkl_hosts);
-		if (result == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory")));
+	result = session_hosts_for_library(zkl_hosts, NULL);
+	if (result != NULL)
 		return result;
-	}
 	r = calloc(1, sizeof(ZklResolve));
 	if (r == NULL || (r->hosts = strdup(zkl_hosts)) == NULL)
 	{
@@ -556,6 +514,19 @@ session_check_settings(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zklock.hosts is not set"),
 				 errhint("Set zklock.hosts to the ZooKeeper connect string in postgresql.conf, or run LOAD 'zklock', then ALTER SYSTEM SET zklock.hosts = 'zk1:2181,zk2:2181,zk3:2181' and SELECT pg_reload_conf().")));
+	{
+		/* The check hook read it; a value it never saw is read here. */
+		ZklServer  *sv = palloc(sizeof(ZklServer) * zkl_hosts_count(zkl_hosts));
+		char		problem[256];
+
+		if (zkl_hosts_parse(zkl_hosts, sv, problem, sizeof(problem)) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for parameter \"zklock.hosts\": \"%s\"",
+							zkl_hosts),
+					 errdetail_internal("%s", problem)));
+		pfree(sv);
+	}
 	if (zkl_use_auth() && strchr(zkl_auth, ':') == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -646,15 +617,7 @@ session_open_settled(void *arg)
 static int
 session_count_servers(const char *hosts)
 {
-	const char *end = session_servers_end(hosts);
-	const char *p = hosts;
-	const char *entry;
-	size_t		len;
-	int			n = 0;
-
-	while (session_next_server(&p, end, &entry, &len))
-		n++;
-	return Max(n, 1);
+	return zkl_hosts_count(hosts);
 }
 
 /*

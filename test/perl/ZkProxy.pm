@@ -6,6 +6,9 @@
 # to requests the server did carry out.
 #
 #   my $p = ZkProxy->new($target_port);
+#   ZkProxy->new($target_port, listen => '::1', port => 2181)
+#                                 on that address and port (undef when
+#                                 they cannot be had)
 #   $p->port                      the port to connect to
 #   $p->mode('pass')              forward both ways (the start state)
 #   $p->mode('swallow')           forward requests, drop every reply
@@ -37,6 +40,7 @@ use warnings;
 use File::Temp ();
 use IO::Select;
 use IO::Socket::INET;
+use IO::Socket::IP;
 use Socket ();
 use POSIX ();
 use Time::HiRes qw(sleep time);
@@ -45,12 +49,19 @@ my @proxies;
 
 sub new
 {
-	my ($class, $target_port) = @_;
-	my $listen = IO::Socket::INET->new(
-		LocalAddr => '127.0.0.1',
-		LocalPort => 0,
+	my ($class, $target_port, %opt) = @_;
+	# listen => '::1' (an IPv6 address), port => N (else any free port);
+	# undef if that address and port cannot be had.
+	my $listen = IO::Socket::IP->new(
+		LocalHost => $opt{listen} // '127.0.0.1',
+		LocalPort => $opt{port} // 0,
 		Listen => 64,
-		ReuseAddr => 1) or die "proxy listen: $!";
+		ReuseAddr => 1);
+	if (!$listen)
+	{
+		return undef if defined $opt{listen} || defined $opt{port};
+		die "proxy listen: $!";
+	}
 	my $dir = File::Temp::tempdir('zkproxy_XXXXXX', TMPDIR => 1, CLEANUP => 1);
 	my $self = bless {
 		port => $listen->sockport,

@@ -56,6 +56,27 @@ sub session
 	return $s;
 }
 
+# With gdb ($g, non-stop) holding the main thread of $s: cut $s off until
+# the ensemble expired its session (the children of $dir drop to $left),
+# let it reconnect until the client library heard of the expiry, then let
+# the main thread go on; what $s's statement printed (finish_wait).
+sub expire_held
+{
+	my ($g, $s, $dir, $left) = @_;
+	$proxy->mode('cut');
+	ok(poll_until(sub { zk_count($zk, $dir) == $left }, 30),
+		'cut off, its session expires on the ensemble: its node is gone');
+	$proxy->mode('pass');
+	ok( poll_until(
+			sub { ($g->cmd('print zkl_state_state', 10) // '') =~ /= -112\b/ }, 30),
+		'the client library has heard the session expired, the main thread still held'
+	) or diag($g->output);
+	$g->cmd('delete');
+	$g->cmd('continue -a &');
+	$g->detach;
+	return finish_wait($s);
+}
+
 # --- defect 2: a cancel while the watch request is under way (its answer
 # held back by the proxy).  Every request object must be freed, the
 # abandoned watch's once its late answer came; gdb counts the objects the
@@ -130,18 +151,7 @@ ok($g->wait_for(qr/hit Breakpoint 1\b/, 30),
 	'the waiter\'s main thread stops there, its watch request answered')
   or diag($g->output);
 is(zk_count($zk, '/zklock/expiry'), 2, 'the waiter is queued behind the holder');
-$proxy->mode('cut');
-ok(poll_until(sub { zk_count($zk, '/zklock/expiry') == 1 }, 30),
-	'cut off, its session expires on the ensemble: its node is gone');
-$proxy->mode('pass');
-ok( poll_until(
-		sub { ($g->cmd('print zkl_state_state', 10) // '') =~ /= -112\b/ }, 30),
-	'the client library has heard the session expired, the main thread still held'
-) or diag($g->output);
-$g->cmd('delete');
-$g->cmd('continue -a &');
-$g->detach;
-($out, $err) = finish_wait($w);
+($out, $err) = expire_held($g, $w, '/zklock/expiry', 1);
 like($err, qr{ERROR:  ZooKeeper session expired while acquiring lock "expiry"},
 	'the wait sees the expiry and fails') or diag("out: $out");
 unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');
@@ -165,20 +175,9 @@ start_wait($r, "SELECT zk_lock('race')");
 ok($gr->wait_for(qr/hit Breakpoint 1\b/, 30),
 	'the main thread stops there, making the create of zk_lock(\'race\')')
   or diag($gr->output);
-$proxy->mode('cut');
-ok(poll_until(sub { zk_count($zk, '/zklock/race-hold') == 0 }, 30),
-	'cut off, its session expires on the ensemble: its node is gone');
-$proxy->mode('pass');
 # zklock hears of the expiry from the IO thread after it answered every
 # request it had.
-ok( poll_until(
-		sub { ($gr->cmd('print zkl_state_state', 10) // '') =~ /= -112\b/ }, 30),
-	'the client library has heard the session expired, the main thread still held'
-) or diag($gr->output);
-$gr->cmd('delete');
-$gr->cmd('continue -a &');
-$gr->detach;
-($out, $err) = finish_wait($r);
+($out, $err) = expire_held($gr, $r, '/zklock/race-hold', 0);
 like($err, qr{ERROR:  ZooKeeper session expired while acquiring lock "race"},
 	'the request is refused and the call fails') or diag("out: $out");
 unlike($err, qr/statement timeout/, 'at once, not at statement_timeout');

@@ -79,15 +79,16 @@ RESET zklock.hosts;
 SELECT zk_lock('reachable-again') > 0;
 SELECT zk_unlock('reachable-again');
 
--- a malformed connect string is refused when it is set (zklock loaded);
--- the port defaults to 2181, an IPv6 address goes in brackets
+-- a connect string that cannot be read is refused when it is set (zklock
+-- loaded); the port defaults to 2181, an IPv6 address goes in brackets
 \c
 LOAD 'zklock';
 SET zklock.hosts = ',,,';
 \echo :LAST_ERROR_SQLSTATE
 SET zklock.hosts = '127.0.0.1:99999';
-SET zklock.hosts = 'zk1:2181,zk2:2181,';
+SET zklock.hosts = 'zk1:2181,zk2:2181,';  -- an empty entry is skipped
 SET zklock.hosts = '::1:2181';
+SET zklock.hosts = '[fe80::1]:2181';
 SET zklock.hosts = '[zk1]:2181';
 SET zklock.hosts = 'zk1:2181, zk2 , [::1], [2001:db8::7]:2182/app';
 SHOW zklock.hosts;

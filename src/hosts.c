@@ -75,6 +75,20 @@ hosts_is_address(int family, const char *p, size_t len)
 	return inet_pton(family, buf, addr) == 1;
 }
 
+/* Whether the len bytes at p are an IPv6 address in fe80::/10. */
+static bool
+hosts_link_local(const char *p, size_t len)
+{
+	char		buf[INET6_ADDRSTRLEN];
+	struct in6_addr addr;
+
+	if (len == 0 || len >= sizeof(buf))
+		return false;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	return inet_pton(AF_INET6, buf, &addr) == 1 && IN6_IS_ADDR_LINKLOCAL(&addr);
+}
+
 /* Read one entry (blanks around it off) into *s; false with a problem. */
 static bool
 hosts_entry(const char *e, size_t len, ZklServer *s, char *problem,
@@ -123,6 +137,12 @@ hosts_entry(const char *e, size_t len, ZklServer *s, char *problem,
 		{
 			snprintf(problem, cap, "Server \"%.*s\": \"%.*s\" in brackets is not an IPv6 address.",
 					 (int) len, e, (int) s->host_len, s->host);
+			return false;
+		}
+		if (hosts_link_local(s->host, s->host_len))
+		{
+			snprintf(problem, cap, "Server \"%.*s\": a link-local IPv6 address needs a network interface, which a connect string cannot name; use a global or loopback address.",
+					 (int) len, e);
 			return false;
 		}
 	}
@@ -186,18 +206,23 @@ zkl_hosts_parse(const char *hosts, ZklServer *servers, char *problem,
 			e++;
 		while (stop > e && hosts_blank(stop[-1]))
 			stop--;
-		if (stop == e)
+		/* An empty entry is skipped, as the Java client and the C one do. */
+		if (stop > e)
 		{
-			snprintf(problem, cap, "Server %d of the list is empty.", n + 1);
-			return -1;
+			if (!hosts_entry(e, stop - e, &servers[n], problem, cap))
+				return -1;
+			n++;
 		}
-		if (!hosts_entry(e, stop - e, &servers[n], problem, cap))
-			return -1;
-		n++;
 		if (comma == NULL)
-			return n;
+			break;
 		p = comma + 1;
 	}
+	if (n == 0)
+	{
+		snprintf(problem, cap, "The list names no server.");
+		return -1;
+	}
+	return n;
 }
 
 bool

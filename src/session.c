@@ -69,10 +69,6 @@ typedef struct ZklResolve
 } ZklResolve;
 
 /*
- * The session watcher, on the IO thread: record the state, send
- * queued clean-ups after a reconnect, wake the main thread.
- */
-/*
  * This handle's part in zk_stat_sessions: whether its session counts as
  * open (once connected, until expired or closed), and whether it lost its
  * connection since (the next connect is a reconnect).  Under mu.
@@ -129,6 +125,10 @@ session_record_locked(zhandle_t *zh, int state)
 	return state == ZOO_CONNECTED_STATE;
 }
 
+/*
+ * The session watcher, on the IO thread: record the state, send
+ * queued clean-ups after a reconnect, wake the main thread.
+ */
 static void
 session_watcher(zhandle_t *zh, int type, int state, const char *path,
 				void *ctx)
@@ -276,45 +276,41 @@ session_at_exit(int code, Datum arg)
 
 /*
  * The address of a host name, as "address:port" in out
- * (ZKL_SERVER_ADDR_MAX bytes): its first IPv4 address if it has one, else
- * its first IPv6 address.  Plain C: runs on the resolver thread.
+ * (ZKL_SERVER_ADDR_MAX bytes): its first IPv4 address; if it has none,
+ * its first IPv6 one.  IPv4 is asked for alone first, as before, so that
+ * a resolver that drops IPv6 (AAAA) queries costs nothing where IPv4
+ * answers.  The first lookup's error is the one reported.  Plain C: runs
+ * on the resolver thread.
  */
 static bool
 session_lookup(ZklResolve *r, const ZklServer *sv, char *out)
 {
 	char	   *name = strndup(sv->host, sv->host_len);
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res = NULL;
-	struct addrinfo *pick = NULL;
 	char		addr[INET6_ADDRSTRLEN];
 	int			rc;
 
 	if (name == NULL)
 		return false;
 	rc = getaddrinfo(name, NULL, &hints, &res);
-	for (struct addrinfo *a = rc == 0 ? res : NULL; a != NULL; a = a->ai_next)
+	if (rc != 0)
 	{
-		if (a->ai_family == AF_INET)
-		{
-			pick = a;
-			break;
-		}
-		if (a->ai_family == AF_INET6 && pick == NULL)
-			pick = a;
+		hints.ai_family = AF_INET6;
+		if (getaddrinfo(name, NULL, &hints, &res) != 0)
+			res = NULL;
 	}
-	if (pick == NULL)
+	if (res == NULL)
 	{
-		if (res != NULL)
-			freeaddrinfo(res);
-		r->gai_error = rc != 0 ? rc : EAI_FAMILY;
+		r->gai_error = rc != 0 ? rc : EAI_NONAME;
 		r->failed_host = name;
 		return false;
 	}
-	if (pick->ai_family == AF_INET6)
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) pick->ai_addr)->sin6_addr,
+	if (res->ai_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) res->ai_addr)->sin6_addr,
 				  addr, sizeof(addr));
 	else
-		inet_ntop(AF_INET, &((struct sockaddr_in *) pick->ai_addr)->sin_addr,
+		inet_ntop(AF_INET, &((struct sockaddr_in *) res->ai_addr)->sin_addr,
 				  addr, sizeof(addr));
 	freeaddrinfo(res);
 	free(name);

@@ -2,7 +2,7 @@
 #
 # zklock.hosts as ZooKeeper's own clients read a connect string: an IPv6
 # server in brackets, a server without a port on 2181, blanks around the
-# entries, and a host name with only an IPv6 address.  Before, zklock
+# entries, empty entries skipped.  Before, zklock
 # looked host names up for IPv4 only and handed the rest to the C client,
 # which took "[::1]:2181" for a host named "[::1]" (No such file or
 # directory), refused "zk1" (Invalid argument), and connected a port of
@@ -52,6 +52,8 @@ sub try_hosts
 
 like(try_hosts(" 127.0.0.1:$port , 127.0.0.1:$port "), qr/^t\|127\.0\.0\.1:$port$/,
 	'blanks around the entries are taken off');
+like(try_hosts("127.0.0.1:$port,,127.0.0.1:$port,"), qr/^t\|127\.0\.0\.1:$port$/,
+	'empty entries are skipped, as ZooKeeper\'s clients skip them');
 like(try_hosts("localhost:$port"), qr/^t\|127\.0\.0\.1:$port$/,
 	'a host name is looked up');
 
@@ -79,7 +81,8 @@ SKIP:
 
 for my $case (
 	[ '127.0.0.1:99999', qr/Server "127\.0\.0\.1:99999" has an invalid port/ ],
-	[ "127.0.0.1:$port,,127.0.0.1:$port", qr/Server 2 of the list is empty/ ],
+	[ ',,,', qr/The list names no server/ ],
+	[ '[fe80::1]:2181', qr/a link-local IPv6 address needs a network interface/ ],
 	[ '::1:2181', qr/an IPv6 address must be in brackets/ ],
 	[ '[zk1]:2181', qr/"zk1" in brackets is not an IPv6 address/ ])
 {

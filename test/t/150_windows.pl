@@ -188,10 +188,11 @@ $r->query_safe("SELECT zk_unlock('race')");
 # --- the connection drops while the first call opens the session: the
 # library has connected, and the main thread, which may have missed the
 # watcher's report (it runs before the handle is published), reads the
-# library's state to catch up.  A drop recorded meanwhile by the IO thread
+# library's state to catch up.  A drop the IO thread reports meanwhile
 # must stay recorded: the catch-up reads the state under the lock that the
-# watcher records it under.  Before, it read the state first and recorded
-# it later: the backend said 'connected' for as long as the connection
+# watcher records it under, so the report waits and comes after it.
+# Before, it read the state without the lock and recorded it later, over
+# the report: the backend said 'connected' for as long as the connection
 # stayed down, and its first call waited until statement_timeout.
 my $c = waiter($node);
 $c->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'");
@@ -215,17 +216,29 @@ $gc->cmd('thread 1');
 ok(poll_until(sub { ($gc->cmd('print zh->state', 10) // '') =~ /= 3\b/ }, 30),
 	'meanwhile the library connects') or diag($gc->output);
 $gc->cmd('delete');
-like($gc->cmd('break session_catch_up thread 1') // '', qr/Breakpoint 2 at/,
-	'a breakpoint where the main thread catches up with the library\'s state');
+# The catch-up reads the library's state (zoo_state, the main thread's
+# only call of it): hold the main thread just after that read, then let
+# the connection drop, and wait until the library has seen the drop.
+like($gc->cmd('break zoo_state thread 1') // '', qr/Breakpoint 2 at/,
+	'a breakpoint where the main thread reads the library\'s state to catch up');
 $gc->cmd('thread 1');
 $gc->cmd('continue &');
 ok($gc->wait_for(qr/hit Breakpoint 2\b/, 30), 'the main thread stops there')
   or diag($gc->output);
+$gc->cmd('finish &');
+ok($gc->wait_for(qr/Value returned is \$\d+ = 3\b/, 30),
+	'it has read: connected') or diag($gc->output);
+# The IO thread reports the drop: recorded at once (zklock's state 1)
+# if the main thread does not hold the lock, else it waits for the lock
+# (then contended: 2).
 $proxy->mode('cut');
 ok( poll_until(
-		sub { ($gc->cmd('print zkl_state_state', 10) // '') =~ /= [01]\b/ }, 30),
-	'cut off, the IO thread records that the connection is gone'
-) or diag($gc->output);
+		sub {
+			($gc->cmd('print zkl_state_state', 10) // '') =~ /= 1\b/
+			  || ($gc->cmd('print zkl_sess_sync_mu.__data.__lock', 10) // '') =~ /= 2\b/;
+		},
+		30),
+	'cut off, the IO thread reports the drop') or diag($gc->output);
 $gc->cmd('delete');
 $gc->cmd('continue -a &');
 $gc->detach;

@@ -65,10 +65,14 @@ test_parse(void)
 	expect("[2001:db8::3]:2181,10.0.0.1:2181/x", "2001:db8::3|2181|b 10.0.0.1|2181");
 	expect("zk1:1,zk2:65535", "zk1|1 zk2|65535");
 
-	expect("", "ERROR Server 1 of the list is empty.");
-	expect("/app", "ERROR Server 1 of the list is empty.");
-	expect("zk1,,zk2", "ERROR Server 2 of the list is empty.");
-	expect("zk1,", "ERROR Server 2 of the list is empty.");
+	expect("zk1,,zk2", "zk1|2181 zk2|2181");
+	expect("zk1:2181,zk2:2181,", "zk1|2181 zk2|2181");
+	expect(" , zk1", "zk1|2181");
+
+	expect("", "ERROR The list names no server.");
+	expect("/app", "ERROR The list names no server.");
+	expect(",,,", "ERROR The list names no server.");
+	expect(" , ", "ERROR The list names no server.");
 	expect(":2181", "ERROR Server \":2181\" has no host.");
 	expect("zk1:", "ERROR Server \"zk1:\" has an invalid port");
 	expect("zk1:0", "ERROR Server \"zk1:0\" has an invalid port");
@@ -85,6 +89,8 @@ test_parse(void)
 	expect("[10.0.0.1]:2181", "ERROR Server \"[10.0.0.1]:2181\": \"10.0.0.1\" in brackets");
 	expect("zk[1]:2181", "ERROR Server \"zk[1]:2181\": only an IPv6 address goes in brackets");
 	expect("zk 1:2181", "ERROR Server \"zk 1:2181\" has a blank inside it.");
+	expect("[fe80::1]:2181", "ERROR Server \"[fe80::1]:2181\": a link-local IPv6 address");
+	expect("[fe80::1%eth0]:2181", "ERROR Server \"[fe80::1%eth0]:2181\": \"fe80::1%eth0\" in brackets is not an IPv6 address.");
 	check(zkl_hosts_count("a,b,c/x,y") == 3, "the chroot's commas are not servers");
 }
 
@@ -94,7 +100,7 @@ test_numeric(void)
 	ZklServer	sv[4];
 	char		problem[256];
 	char		addr[ZKL_SERVER_ADDR_MAX];
-	int			n = zkl_hosts_parse("10.1.2.3:2181,[fe80::1]:12,zk1:2181,10.1.2.3",
+	int			n = zkl_hosts_parse("10.1.2.3:2181,[2001:db8::1]:12,zk1:2181,10.1.2.3",
 									sv, problem, sizeof(problem));
 
 	check(n == 4, "four servers read");
@@ -102,7 +108,7 @@ test_numeric(void)
 		return;
 	check(zkl_hosts_numeric(&sv[0], addr) && strcmp(addr, "10.1.2.3:2181") == 0,
 		  "an IPv4 address goes to the library as it is");
-	check(zkl_hosts_numeric(&sv[1], addr) && strcmp(addr, "fe80::1:12") == 0,
+	check(zkl_hosts_numeric(&sv[1], addr) && strcmp(addr, "2001:db8::1:12") == 0,
 		  "an IPv6 address goes without brackets (the library splits at the last colon)");
 	check(!zkl_hosts_numeric(&sv[2], addr), "a host name is not numeric");
 	check(zkl_hosts_numeric(&sv[3], addr) && strcmp(addr, "10.1.2.3:2181") == 0,

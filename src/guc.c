@@ -155,18 +155,13 @@ guc_check_hosts(char **newval, void **extra, GucSource source)
 {
 	const char *slash;
 	const char *problem;
-	ZklServer  *servers;
 	char		buf[256];
-	int			n;
 
 	(void) extra;
 	(void) source;
 	if (*newval == NULL || (*newval)[0] == '\0')
 		return true;
-	servers = palloc(sizeof(ZklServer) * zkl_hosts_count(*newval));
-	n = zkl_hosts_parse(*newval, servers, buf, sizeof(buf));
-	pfree(servers);
-	if (n < 0)
+	if (zkl_hosts_parse(*newval, NULL, buf, sizeof(buf)) < 0)
 	{
 		GUC_check_errdetail("%s", buf);
 		GUC_check_errhint("zklock.hosts is a ZooKeeper connect string: host:port entries separated by commas, then an optional chroot path, as in zk1:2181,zk2:2181,[2001:db8::3]:2181/app.");

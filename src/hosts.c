@@ -61,32 +61,20 @@ hosts_port(const char *p, size_t len)
 	return port >= 1 && port <= 65535 ? port : -1;
 }
 
-/* Whether the len bytes at p, as a string, are an address of family. */
+/*
+ * Whether the len bytes at p, as a string, are an address of family; the
+ * address into addr (room for an IPv6 one).
+ */
 static bool
-hosts_is_address(int family, const char *p, size_t len)
+hosts_address(int family, const char *p, size_t len, void *addr)
 {
 	char		buf[INET6_ADDRSTRLEN];
-	unsigned char addr[sizeof(struct in6_addr)];
 
 	if (len == 0 || len >= sizeof(buf))
 		return false;
 	memcpy(buf, p, len);
 	buf[len] = '\0';
 	return inet_pton(family, buf, addr) == 1;
-}
-
-/* Whether the len bytes at p are an IPv6 address in fe80::/10. */
-static bool
-hosts_link_local(const char *p, size_t len)
-{
-	char		buf[INET6_ADDRSTRLEN];
-	struct in6_addr addr;
-
-	if (len == 0 || len >= sizeof(buf))
-		return false;
-	memcpy(buf, p, len);
-	buf[len] = '\0';
-	return inet_pton(AF_INET6, buf, &addr) == 1 && IN6_IS_ADDR_LINKLOCAL(&addr);
 }
 
 /* Read one entry (blanks around it off) into *s; false with a problem. */
@@ -98,8 +86,6 @@ hosts_entry(const char *e, size_t len, ZklServer *s, char *problem,
 	const char *port = NULL;
 
 	memset(s, 0, sizeof(*s));
-	s->entry = e;
-	s->entry_len = len;
 	s->port = ZKL_DEFAULT_PORT;
 	for (size_t i = 0; i < len; i++)
 	{
@@ -113,6 +99,7 @@ hosts_entry(const char *e, size_t len, ZklServer *s, char *problem,
 	if (e[0] == '[')
 	{
 		const char *close = memchr(e, ']', len);
+		struct in6_addr addr;
 
 		if (close == NULL)
 		{
@@ -133,13 +120,13 @@ hosts_entry(const char *e, size_t len, ZklServer *s, char *problem,
 			}
 			port = close + 2;
 		}
-		if (!hosts_is_address(AF_INET6, s->host, s->host_len))
+		if (!hosts_address(AF_INET6, s->host, s->host_len, &addr))
 		{
 			snprintf(problem, cap, "Server \"%.*s\": \"%.*s\" in brackets is not an IPv6 address.",
 					 (int) len, e, (int) s->host_len, s->host);
 			return false;
 		}
-		if (hosts_link_local(s->host, s->host_len))
+		if (IN6_IS_ADDR_LINKLOCAL(&addr))
 		{
 			snprintf(problem, cap, "Server \"%.*s\": a link-local IPv6 address needs a network interface, which a connect string cannot name; use a global or loopback address.",
 					 (int) len, e);
@@ -209,7 +196,10 @@ zkl_hosts_parse(const char *hosts, ZklServer *servers, char *problem,
 		/* An empty entry is skipped, as the Java client and the C one do. */
 		if (stop > e)
 		{
-			if (!hosts_entry(e, stop - e, &servers[n], problem, cap))
+			ZklServer	one;
+
+			if (!hosts_entry(e, stop - e, servers ? &servers[n] : &one,
+							 problem, cap))
 				return -1;
 			n++;
 		}
@@ -228,13 +218,13 @@ zkl_hosts_parse(const char *hosts, ZklServer *servers, char *problem,
 bool
 zkl_hosts_numeric(const ZklServer *s, char *out)
 {
-	char		host[INET6_ADDRSTRLEN];
-	int			family = s->bracketed ? AF_INET6 : AF_INET;
+	struct in6_addr addr;
 
-	if (!hosts_is_address(family, s->host, s->host_len))
+	if (!hosts_address(s->bracketed ? AF_INET6 : AF_INET, s->host,
+					   s->host_len, &addr))
 		return false;
-	memcpy(host, s->host, s->host_len);
-	host[s->host_len] = '\0';
-	snprintf(out, ZKL_SERVER_ADDR_MAX, "%s:%d", host, s->port);
+	/* The address as given: the library reads it the same way. */
+	snprintf(out, ZKL_SERVER_ADDR_MAX, "%.*s:%d", (int) s->host_len, s->host,
+			 s->port);
 	return true;
 }

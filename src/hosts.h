@@ -25,8 +25,6 @@
 
 typedef struct ZklServer
 {
-	const char *entry;			/* the entry as written, blanks around it off */
-	size_t		entry_len;
 	const char *host;			/* the host, brackets off; host_len bytes */
 	size_t		host_len;
 	int			port;
@@ -40,9 +38,9 @@ extern const char *zkl_hosts_end(const char *hosts);
 extern int	zkl_hosts_count(const char *hosts);
 
 /*
- * Read the server list into servers (room for zkl_hosts_count entries):
- * their number, or -1 with what is wrong written to problem (a sentence,
- * at most cap bytes).
+ * Read the server list into servers (room for zkl_hosts_count entries;
+ * NULL to check it only): their number, or -1 with what is wrong written
+ * to problem (a sentence, at most cap bytes).
  */
 extern int	zkl_hosts_parse(const char *hosts, ZklServer *servers,
 							char *problem, size_t cap);

@@ -322,8 +322,8 @@ session_lookup(ZklResolve *r, const ZklServer *sv, char *out)
  * The connect string the client library gets (malloc'd): every server as
  * "address:port", then the chroot.  With r, host names are looked up
  * (the resolver thread: a failure is recorded in r); without, NULL when
- * one is a name.  NULL also when out of memory.  hosts was checked
- * (session_check_settings).  Plain C.
+ * one is a name.  NULL also when out of memory.  hosts passed the
+ * setting's check hook.  Plain C.
  */
 static char *
 session_hosts_for_library(const char *hosts, ZklResolve *r)
@@ -510,19 +510,6 @@ session_check_settings(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zklock.hosts is not set"),
 				 errhint("Set zklock.hosts to the ZooKeeper connect string in postgresql.conf, or run LOAD 'zklock', then ALTER SYSTEM SET zklock.hosts = 'zk1:2181,zk2:2181,zk3:2181' and SELECT pg_reload_conf().")));
-	{
-		/* The check hook read it; a value it never saw is read here. */
-		ZklServer  *sv = palloc(sizeof(ZklServer) * zkl_hosts_count(zkl_hosts));
-		char		problem[256];
-
-		if (zkl_hosts_parse(zkl_hosts, sv, problem, sizeof(problem)) < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("invalid value for parameter \"zklock.hosts\": \"%s\"",
-							zkl_hosts),
-					 errdetail_internal("%s", problem)));
-		pfree(sv);
-	}
 	if (zkl_use_auth() && strchr(zkl_auth, ':') == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -609,13 +596,6 @@ session_open_settled(void *arg)
 		(int64) Max(1000, zkl_connect_timeout / 5) * 1000;
 }
 
-/* How many servers a resolved connect string names. */
-static int
-session_count_servers(const char *hosts)
-{
-	return zkl_hosts_count(hosts);
-}
-
 /*
  * Every server closed its connections at once: what ZooKeeper does past
  * maxClientCnxns, the connections allowed from one client address.
@@ -678,7 +658,7 @@ session_open(void)
 	zkl_sess_tls_prepare();
 	hosts = session_resolve();
 	t_resolved = GetCurrentTimestamp();
-	zkl_open_servers = session_count_servers(hosts);
+	zkl_open_servers = zkl_hosts_count(hosts);
 	zkl_open_all_closed_at = 0;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	zkl_sess_log_closed_reset_locked();

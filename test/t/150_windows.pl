@@ -43,15 +43,16 @@ my $node = zk_cluster('windows', $zk, session_timeout => 2000);
 my $proxy = ZkProxy->new($zk->port(1));
 my @sessions;
 
+# A backend, through the proxy or not; with $cold, no session opened yet.
 sub session
 {
-	my ($via_proxy, $session_timeout) = @_;
+	my ($via_proxy, $session_timeout, $cold) = @_;
 	my $s = waiter($node);
 	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'") if $via_proxy;
 	$s->query_safe("SET zklock.session_timeout = '$session_timeout'") if $session_timeout;
 	# Bounds a wait that would never end: its failure, not a hang.
 	$s->query_safe("SET statement_timeout = '20s'");
-	$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+	$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')") unless $cold;
 	push @sessions, $s;
 	return $s;
 }
@@ -194,13 +195,10 @@ $r->query_safe("SELECT zk_unlock('race')");
 # Before, it read the state without the lock and recorded it later, over
 # the report: the backend said 'connected' for as long as the connection
 # stayed down, and its first call waited until statement_timeout.
-my $c = waiter($node);
-$c->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'");
+my $c = session(1, undef, 'cold');
 $c->query_safe("SET zklock.connect_timeout = '3s'");
-$c->query_safe("SET statement_timeout = '20s'");
 is($c->query_safe("SELECT state FROM zk_session()"), 'closed',
 	'zklock is loaded (for gdb), with no session yet');
-push @sessions, $c;
 my $gc = ZkGdb->attach(backend_pid($c), non_stop => 1);
 ok($gc, 'gdb attached to a backend with no session yet');
 # Hold the main thread before it publishes the handle until the library

@@ -10,7 +10,8 @@
  * zklock.synchronous_release whether a release waits for the ensemble.
  * zklock.ssl and its files are named and scoped as PostgreSQL's own ssl
  * settings (PGC_SIGHUP: postgresql.conf or ALTER SYSTEM, then a reload);
- * the next session opened uses them, and session_tls.c checks the files
+ * zklock.ssl_hostname_verification as ZooKeeper's Java client names it.
+ * The next session opened uses them, and session_tls.c reads the files
  * then.
  *
  *-------------------------------------------------------------------------
@@ -40,6 +41,8 @@ bool		zkl_log_sessions = false;
 bool		zkl_ssl = false;
 char	   *zkl_ssl_ca_file = NULL;
 char	   *zkl_ssl_cert_file = NULL;
+char	   *zkl_ssl_crl_file = NULL;
+bool		zkl_ssl_hostname_verification = true;
 char	   *zkl_ssl_key_file = NULL;
 
 static const struct config_enum_entry guc_naming_options[] = {
@@ -178,21 +181,6 @@ guc_check_hosts(char **newval, void **extra, GucSource source)
 }
 
 /*
- * The TLS files: the client library takes them as one comma-separated
- * string (zookeeper_init_ssl), so a comma cannot be part of a path.
- */
-static bool
-guc_check_ssl_file(char **newval, void **extra, GucSource source)
-{
-	(void) extra;
-	(void) source;
-	if (*newval == NULL || strchr(*newval, ',') == NULL)
-		return true;
-	GUC_check_errdetail("The ZooKeeper client library cannot take a file name with a comma.");
-	return false;
-}
-
-/*
  * The settings, in the order PostgreSQL sorts them (by name).  Before 16,
  * PostgreSQL appends each new setting to a sorted array and sorts it again;
  * an append that keeps it sorted costs one pass instead of a sort.  That is
@@ -296,7 +284,7 @@ zkl_guc_define(void)
 							   "",
 							   PGC_SIGHUP,
 							   0,
-							   guc_check_ssl_file, NULL, NULL);
+							   NULL, NULL, NULL);
 	DefineCustomStringVariable("zklock.ssl_cert_file",
 							   "Location of the client certificate file zklock presents to ZooKeeper.",
 							   "Relative paths are relative to the data directory.",
@@ -304,7 +292,23 @@ zkl_guc_define(void)
 							   "",
 							   PGC_SIGHUP,
 							   0,
-							   guc_check_ssl_file, NULL, NULL);
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.ssl_crl_file",
+							   "Location of the file of certificate revocation lists for the ZooKeeper servers' certificates.",
+							   "Relative paths are relative to the data directory. A server certificate it revokes is refused.",
+							   &zkl_ssl_crl_file,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomBoolVariable("zklock.ssl_hostname_verification",
+							 "Requires each ZooKeeper server's certificate to name the host it was reached under.",
+							 "The name in zklock.hosts (DNS subject alternative names) or the address (IP subject alternative names), as ZooKeeper's zookeeper.ssl.hostnameVerification.",
+							 &zkl_ssl_hostname_verification,
+							 true,
+							 PGC_SIGHUP,
+							 0,
+							 NULL, NULL, NULL);
 	DefineCustomStringVariable("zklock.ssl_key_file",
 							   "Location of the client certificate's private key file.",
 							   "Relative paths are relative to the data directory. It must not be readable by group or others, as for ssl_key_file.",
@@ -312,7 +316,7 @@ zkl_guc_define(void)
 							   "",
 							   PGC_SIGHUP,
 							   0,
-							   guc_check_ssl_file, NULL, NULL);
+							   NULL, NULL, NULL);
 	/* Like pg_stat_statements.max: only where the memory is made. */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomIntVariable("zklock.stat_max",

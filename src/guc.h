@@ -35,6 +35,8 @@ extern bool zkl_log_sessions;
 extern bool zkl_ssl;
 extern char *zkl_ssl_ca_file;
 extern char *zkl_ssl_cert_file;
+extern char *zkl_ssl_crl_file;
+extern bool zkl_ssl_hostname_verification;
 extern char *zkl_ssl_key_file;
 extern const char *zkl_guc_exclusive_infix(void);
 extern const char *zkl_guc_chroot(void);

@@ -577,7 +577,8 @@ static TimestampTz zkl_open_all_closed_at = 0;
  * electing a leader, close new connections too, but only until they serve;
  * a backend that came in that moment must wait for them, not fail.  The
  * closes wake this wait (zkl_sess_log_callback), and the library's next
- * attempts close again.  Under mu.
+ * attempts close again.  It also ends once every server's certificate
+ * was refused over TLS (session_tls.c).  Under mu.
  */
 static bool
 session_open_settled(void *arg)
@@ -585,7 +586,7 @@ session_open_settled(void *arg)
 	char		unused[1];
 	TimestampTz now;
 
-	if (zkl_sess_state_settled(arg))
+	if (zkl_sess_state_settled(arg) || zkl_sess_tls_all_refused_locked())
 		return true;
 	if (zkl_sess_log_closed_locked(unused, sizeof(unused)) < zkl_open_servers)
 		return false;
@@ -597,13 +598,17 @@ session_open_settled(void *arg)
 }
 
 /*
- * Every server closed its connections at once: what ZooKeeper does past
- * maxClientCnxns, the connections allowed from one client address.
+ * Every server closed its connections at once, before answering.  Without
+ * zklock.ssl the likelier cause is a port that speaks only TLS (a server
+ * answers a plain connect request there by closing); else what ZooKeeper
+ * does past maxClientCnxns, the connections allowed from one client
+ * address.
  */
 pg_noreturn static void
 session_raise_closed(const char *servers)
 {
 	int64		open = -1;
+	char		cnxns[512];
 
 	if (zkl_stats_available())
 	{
@@ -614,15 +619,19 @@ session_raise_closed(const char *servers)
 		zkl_stats_session_values(v, &dealloc, &reset);
 		open = v[ZKL_SS_OPEN];
 	}
+	if (open >= 0)
+		snprintf(cnxns, sizeof(cnxns), "ZooKeeper servers limit the connections from one client address (maxClientCnxns, per server); every backend that uses zklock holds one, and this cluster holds " INT64_FORMAT " open now (zk_stat_sessions.sessions_open). Raise maxClientCnxns on the servers, or use fewer backends with zklock (a pooler).",
+				 open);
+	else
+		snprintf(cnxns, sizeof(cnxns), "ZooKeeper servers limit the connections from one client address (maxClientCnxns, per server), and every backend that uses zklock holds one. Raise maxClientCnxns on the servers, or use fewer backends with zklock (a pooler).");
 	ereport(ERROR,
 			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 			 errmsg("could not connect to ZooKeeper at \"%s\"", zkl_hosts),
 			 errdetail("Every server closed the connection at once, before answering: %s.",
 					   servers),
-			 open >= 0 ?
-			 errhint("ZooKeeper servers limit the connections from one client address (maxClientCnxns, per server); every backend that uses zklock holds one, and this cluster holds " INT64_FORMAT " open now (zk_stat_sessions.sessions_open). Raise maxClientCnxns on the servers, or use fewer backends with zklock (a pooler).",
-					 open) :
-			 errhint("ZooKeeper servers limit the connections from one client address (maxClientCnxns, per server), and every backend that uses zklock holds one. Raise maxClientCnxns on the servers, or use fewer backends with zklock (a pooler).")));
+			 zkl_ssl ? errhint("%s", cnxns) :
+			 errhint("A port that serves only TLS (secureClientPort) closes plain-text connections so: if the servers' ports are TLS, turn zklock.ssl on and set its files. Otherwise: %s",
+					 cnxns)));
 }
 
 /* Open a new session and wait for it to connect, within connect_timeout. */

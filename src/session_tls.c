@@ -1,22 +1,36 @@
 /*-------------------------------------------------------------------------
  *
  * session_tls.c
- *	  The session over TLS (zklock.ssl): the files checked before anything
- *	  starts, the handle started with zookeeper_init_ssl, the certificate's
- *	  subject as the session's identity in ACLs, and a connection that
- *	  never completes reported as the TLS failure it is.
+ *	  The session over TLS (zklock.ssl): the files checked and the TLS
+ *	  context built before anything starts, the host each server's
+ *	  certificate must name, the handle started with that context, the
+ *	  certificate's subject as the session's identity in ACLs, and a
+ *	  connection that never completes reported as the TLS failure it is.
  *
- * The 3.8.0 client checks little and says less: it reads the files on its
- * I/O thread at each connection attempt, and a failed handshake is only
- * another attempt that did not connect.  So the backend checks the files
- * itself before the handle starts, as PostgreSQL checks its own ssl files
- * (a key readable by group or others is refused), and raises an error that
- * names the file.  When the session has not connected by half of
- * zklock.connect_timeout, a probe thread makes one TLS handshake with each
- * server in turn, with the same files, to learn why; the error at the end
- * of connect_timeout names the server and the cause.  The probe is plain C
- * on its own thread with every signal blocked (the thread rules of
- * session_int.h): it shares only its own struct, under zkl_sess_sync_mu.
+ * The backend reads the files itself before the handle starts, as
+ * PostgreSQL reads its own ssl files (a key readable by group or others is
+ * refused), raises an error that names the file, and builds one SSL_CTX
+ * for the session: the servers' chain is verified against
+ * zklock.ssl_ca_file alone (never the system's default trust store), with
+ * zklock.ssl_crl_file's revocations, TLS 1.2 at least.  The client library
+ * (zookeeper_init_ssl_ctx, C client patch 0020) makes every connection's
+ * SSL object from it and calls tls_prepare on its I/O thread before each
+ * handshake: there the server's entry names the host its certificate must
+ * carry (the name written in zklock.hosts, or the address), and offers
+ * the TLS session that server gave last, so that a reconnect resumes it.
+ * A certificate that does not verify is recorded per server by
+ * tls_verify; once every server has refused, the open fails at once with
+ * what the certificate carried.  When the session has not connected by
+ * half of zklock.connect_timeout for another reason, a probe thread makes
+ * one TLS handshake with each server in turn, with the same context, to
+ * learn why; the error at the end of connect_timeout names the server and
+ * the cause.
+ *
+ * Threads: tls_prepare, tls_verify and tls_new_session run on the I/O
+ * thread (and the probe's), plain C under the thread rules of
+ * session_int.h: they read a session's server table, written before the
+ * handle starts and freed only after it closed, and write its refusals and
+ * resumable sessions under zkl_sess_sync_mu.
  *
  * The identity: ZooKeeper's x509 provider names a TLS session by its
  * client certificate's subject, as Java's X500Principal.getName() writes
@@ -44,23 +58,56 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 
 #include "guc.h"
+#include "hosts.h"
 #include "session_int.h"
 #include "session_tls.h"
 
 /* How long the probe waits for the server's verdict on our certificate. */
 #define ZKL_TLS_VERDICT_MS 1000
 
+/* One server of the session's connect string, as TLS sees it. */
+typedef struct ZklTlsServer
+{
+	struct sockaddr_storage addr;	/* where the library connects */
+	char		host[256];		/* as written in zklock.hosts */
+	int			port;
+	bool		is_address;		/* host is an address, not a name */
+	/* Under mu: */
+	SSL_SESSION *resume;		/* the TLS session it gave last */
+	bool		refused;		/* its certificate did not verify */
+	long		verify_error;	/* why (X509_V_ERR_*) */
+	char		names[512];		/* the names its certificate carries */
+} ZklTlsServer;
+
+/*
+ * The TLS side of one session (or of a probe): the context, whether the
+ * host is checked, the servers.  Written by the main thread before the
+ * handle (or probe) starts; freed after it ended.
+ */
+typedef struct ZklTlsSession
+{
+	SSL_CTX    *ctx;
+	bool		check_host;
+	int			nservers;
+	ZklTlsServer servers[FLEXIBLE_ARRAY_MEMBER];
+} ZklTlsSession;
+
 /* The files and identity of the session being opened; main thread. */
 static char *tls_ca = NULL;
 static char *tls_cert = NULL;
 static char *tls_key = NULL;
-static char *tls_cert_string = NULL;	/* "ca,cert,key" for the library */
-static char *tls_hosts = NULL;	/* the resolved connect string */
+static char *tls_crl = NULL;
+static SSL_CTX *tls_ctx = NULL;	/* built by prepare, taken by init */
+static ZklTlsSession *tls_session = NULL;
+
+/* The SSL ex_data slot that holds a connection's ZklTlsServer. */
+static int	tls_server_index = -1;
 
 /*
  * The certificate's subject as the x509 provider names it; set before the
@@ -72,13 +119,13 @@ static char tls_own_id[1024];
 /* One probe of the servers' handshakes; shared with its thread under mu. */
 typedef struct ZklTlsProbe
 {
-	char	   *hosts;
+	ZklTlsSession *session;		/* the probe's own copy */
 	char	   *ca;
 	char	   *cert;
-	char	   *key;
+	char	   *crl;			/* NULL without zklock.ssl_crl_file */
 	int			budget_ms;
-	char		server[64];		/* the first server that failed */
-	char		detail[512];	/* why, or "" when every handshake passed */
+	char		server[300];	/* the first server that failed */
+	char		detail[1024];	/* why, or "" when every handshake passed */
 	bool		done;
 	bool		abandoned;		/* the main thread let go; the thread frees */
 } ZklTlsProbe;
@@ -338,30 +385,276 @@ tls_format_dn(const X509_NAME *name, StringInfo out)
 	return n > 0;
 }
 
-/* Forget the files and identity of the last session. */
+/* Free a session's TLS side (its handle or probe has ended); plain C. */
+static void
+tls_session_free(ZklTlsSession *ts)
+{
+	if (ts == NULL)
+		return;
+	for (int i = 0; i < ts->nservers; i++)
+		SSL_SESSION_free(ts->servers[i].resume);
+	SSL_CTX_free(ts->ctx);
+	free(ts);
+}
+
+/* Forget the files, context and identity of the last session. */
 static void
 tls_forget(void)
 {
 	free(tls_ca);
 	free(tls_cert);
 	free(tls_key);
-	free(tls_cert_string);
-	tls_ca = tls_cert = tls_key = tls_cert_string = NULL;
+	free(tls_crl);
+	tls_ca = tls_cert = tls_key = tls_crl = NULL;
+	SSL_CTX_free(tls_ctx);
+	tls_ctx = NULL;
+	tls_session_free(tls_session);
+	tls_session = NULL;
 	tls_own_id[0] = '\0';
 }
 
+/* The names a server certificate carries, for a message; plain C. */
+static void
+tls_cert_names(X509 *x, char *out, size_t cap)
+{
+	GENERAL_NAMES *sans = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+	size_t		len = 0;
+
+	out[0] = '\0';
+	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans); i++)
+	{
+		GENERAL_NAME *gn = sk_GENERAL_NAME_value(sans, i);
+		char		ip[INET6_ADDRSTRLEN] = "?";
+
+		if (gn->type == GEN_DNS)
+			len += snprintf(out + len, cap - Min(len, cap), "%sDNS:%.*s",
+							len ? ", " : "",
+							ASN1_STRING_length(gn->d.dNSName),
+							(const char *) ASN1_STRING_get0_data(gn->d.dNSName));
+		else if (gn->type == GEN_IPADD)
+		{
+			int			n = ASN1_STRING_length(gn->d.iPAddress);
+
+			if (n == 4 || n == 16)
+				inet_ntop(n == 4 ? AF_INET : AF_INET6,
+						  ASN1_STRING_get0_data(gn->d.iPAddress), ip, sizeof(ip));
+			len += snprintf(out + len, cap - Min(len, cap), "%sIP:%s",
+							len ? ", " : "", ip);
+		}
+		if (len >= cap)
+			break;
+	}
+	GENERAL_NAMES_free(sans);
+	if (len == 0)
+	{
+		char		cn[256];
+
+		if (X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName,
+									  cn, sizeof(cn)) > 0)
+			snprintf(out, cap, "no subject alternative name, only the common name \"%s\"", cn);
+		else
+			snprintf(out, cap, "no name");
+	}
+}
+
 /*
- * Before a session opens: with zklock.ssl on, check the three files as the
+ * The verify callback: a server certificate that does not verify is
+ * recorded for its server, with the names it carries, and the open's wait
+ * woken.  Plain C, on the I/O thread (or the probe's).
+ */
+static int
+tls_verify(int ok, X509_STORE_CTX *xs)
+{
+	SSL		   *ssl;
+	ZklTlsServer *sv;
+	X509	   *leaf;
+	char		names[sizeof(sv->names)] = "";
+
+	if (ok)
+		return ok;
+	ssl = X509_STORE_CTX_get_ex_data(xs, SSL_get_ex_data_X509_STORE_CTX_idx());
+	sv = ssl ? SSL_get_ex_data(ssl, tls_server_index) : NULL;
+	if (sv == NULL)
+		return ok;
+	leaf = X509_STORE_CTX_get0_cert(xs);
+	if (leaf != NULL)
+		tls_cert_names(leaf, names, sizeof(names));
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	sv->refused = true;
+	sv->verify_error = X509_STORE_CTX_get_error(xs);
+	memcpy(sv->names, names, sizeof(names));
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
+	return ok;
+}
+
+/* The server of an address in a session's table, or NULL; plain C. */
+static ZklTlsServer *
+tls_server_of(ZklTlsSession *ts, const struct sockaddr *addr)
+{
+	for (int i = 0; i < ts->nservers; i++)
+	{
+		ZklTlsServer *sv = &ts->servers[i];
+
+		if (sv->addr.ss_family != addr->sa_family)
+			continue;
+		if (addr->sa_family == AF_INET &&
+			memcmp(&((struct sockaddr_in *) &sv->addr)->sin_addr,
+				   &((const struct sockaddr_in *) addr)->sin_addr,
+				   sizeof(struct in_addr)) == 0 &&
+			((struct sockaddr_in *) &sv->addr)->sin_port ==
+			((const struct sockaddr_in *) addr)->sin_port)
+			return sv;
+		if (addr->sa_family == AF_INET6 &&
+			memcmp(&((struct sockaddr_in6 *) &sv->addr)->sin6_addr,
+				   &((const struct sockaddr_in6 *) addr)->sin6_addr,
+				   sizeof(struct in6_addr)) == 0 &&
+			((struct sockaddr_in6 *) &sv->addr)->sin6_port ==
+			((const struct sockaddr_in6 *) addr)->sin6_port)
+			return sv;
+	}
+	return NULL;
+}
+
+/*
+ * Before each handshake (the library's prepare callback, and the probe's):
+ * the host the certificate must name, with SNI for a name, and the TLS
+ * session this server gave last.  A server not in the table is refused.
+ * Plain C, on the I/O thread or the probe's.
+ */
+static int
+tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
+{
+	ZklTlsSession *ts = (ZklTlsSession *) arg;
+	ZklTlsServer *sv = tls_server_of(ts, addr);
+
+	if (sv == NULL || SSL_set_ex_data(ssl, tls_server_index, sv) != 1)
+		return -1;
+	if (ts->check_host)
+	{
+		if (sv->is_address)
+		{
+			if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), sv->host) != 1)
+				return -1;
+		}
+		else
+		{
+			SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+			if (SSL_set1_host(ssl, sv->host) != 1)
+				return -1;
+		}
+	}
+	if (!sv->is_address)
+		(void) SSL_set_tlsext_host_name(ssl, sv->host);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (sv->resume != NULL)
+		(void) SSL_set_session(ssl, sv->resume);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return 0;
+}
+
+/*
+ * A server gave a TLS session (a TLS 1.3 ticket, or a 1.2 session): keep
+ * it, so that the next connection to that server resumes it.  Plain C.
+ */
+static int
+tls_new_session(SSL *ssl, SSL_SESSION *session)
+{
+	ZklTlsServer *sv = SSL_get_ex_data(ssl, tls_server_index);
+	SSL_SESSION *old;
+
+	if (sv == NULL)
+		return 0;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	old = sv->resume;
+	sv->resume = session;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	SSL_SESSION_free(old);
+	return 1;
+}
+
+/* Raise an error about a TLS file, with OpenSSL's reason. */
+pg_noreturn static void
+tls_file_error(const char *what, const char *path, const char *setting)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+			 errmsg("could not load %s from ZooKeeper TLS file \"%s\"",
+					what, path),
+			 errdetail("The file is %s (%s).", setting, tls_openssl_error())));
+}
+
+/*
+ * The session's TLS context: the CA file alone as trust, the CRL file's
+ * revocations, TLS 1.2 at least, the client certificate chain and its key,
+ * a verify callback that records refusals, and client-side session
+ * caching through tls_new_session.  Raises naming the file.
+ */
+static SSL_CTX *
+tls_build_ctx(EVP_PKEY *key)
+{
+	SSL_CTX    *ctx;
+
+	ERR_clear_error();
+	if (tls_server_index < 0)
+		tls_server_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (ctx == NULL || tls_server_index < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("could not create a TLS context: %s",
+						tls_openssl_error())));
+	PG_TRY();
+	{
+		X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+
+		SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+						   tls_verify);
+		SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
+		if (SSL_CTX_load_verify_locations(ctx, tls_ca, NULL) != 1)
+			tls_file_error("the CA certificates", tls_ca, "zklock.ssl_ca_file");
+		if (tls_crl != NULL)
+		{
+			X509_LOOKUP *lookup = X509_STORE_add_lookup(store, X509_LOOKUP_file());
+
+			if (lookup == NULL ||
+				X509_load_crl_file(lookup, tls_crl, X509_FILETYPE_PEM) <= 0)
+				tls_file_error("a certificate revocation list", tls_crl,
+							   "zklock.ssl_crl_file");
+			X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+		}
+		if (SSL_CTX_use_certificate_chain_file(ctx, tls_cert) != 1)
+			tls_file_error("the certificate chain", tls_cert, "zklock.ssl_cert_file");
+		if (SSL_CTX_use_PrivateKey(ctx, key) != 1 ||
+			SSL_CTX_check_private_key(ctx) != 1)
+			tls_file_error("the private key", tls_key, "zklock.ssl_key_file");
+		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
+									   SSL_SESS_CACHE_NO_INTERNAL_STORE);
+		SSL_CTX_sess_set_new_cb(ctx, tls_new_session);
+	}
+	PG_CATCH();
+	{
+		SSL_CTX_free(ctx);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return ctx;
+}
+
+/*
+ * Before a session opens: with zklock.ssl on, check the files as the
  * server and the library would (readable, PEM, the key matches the
- * certificate, which is valid now; the key's mode) and learn the identity.
- * Raises a class-08 error that names the file.
+ * certificate, which is valid now; the key's mode; the CRL file), learn
+ * the identity and build the session's TLS context.  Raises a class-08
+ * error that names the file.
  */
 void
 zkl_sess_tls_prepare(void)
 {
 	X509	   *ca;
 	X509	   *cert;
-	EVP_PKEY   *key;
+	EVP_PKEY   *volatile key = NULL;
 	FILE	   *f;
 	StringInfoData dn;
 
@@ -371,6 +664,11 @@ zkl_sess_tls_prepare(void)
 	tls_ca = tls_path("zklock.ssl_ca_file", zkl_ssl_ca_file);
 	tls_cert = tls_path("zklock.ssl_cert_file", zkl_ssl_cert_file);
 	tls_key = tls_path("zklock.ssl_key_file", zkl_ssl_key_file);
+	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
+	{
+		tls_crl = tls_path("zklock.ssl_crl_file", zkl_ssl_crl_file);
+		fclose(tls_open(tls_crl, "zklock.ssl_crl_file"));
+	}
 
 	ca = tls_read_cert(tls_ca, "zklock.ssl_ca_file");
 	X509_free(ca);
@@ -391,7 +689,6 @@ zkl_sess_tls_prepare(void)
 							   tls_openssl_error())));
 		if (X509_check_private_key(cert, key) != 1)
 		{
-			EVP_PKEY_free(key);
 			ERR_clear_error();
 			ereport(ERROR,
 					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
@@ -399,7 +696,6 @@ zkl_sess_tls_prepare(void)
 							tls_key, tls_cert),
 					 errdetail("The files are zklock.ssl_key_file and zklock.ssl_cert_file.")));
 		}
-		EVP_PKEY_free(key);
 		initStringInfo(&dn);
 		if (!tls_format_dn(X509_get_subject_name(cert), &dn) ||
 			dn.len >= (int) sizeof(tls_own_id))
@@ -409,37 +705,122 @@ zkl_sess_tls_prepare(void)
 							tls_cert),
 					 errdetail("The subject must be a name of at most %d bytes.",
 							   (int) sizeof(tls_own_id) - 1)));
+		tls_ctx = tls_build_ctx(key);
 		strlcpy(tls_own_id, dn.data, sizeof(tls_own_id));
 	}
 	PG_FINALLY();
 	{
 		X509_free(cert);
+		EVP_PKEY_free(key);
 	}
 	PG_END_TRY();
-	tls_cert_string = strdup(psprintf("%s,%s,%s", tls_ca, tls_cert, tls_key));
-	if (tls_cert_string == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
 }
 
 /*
- * Start the handle over TLS; called where zookeeper_init2 would be, with
- * every signal blocked.  zookeeper_init_ssl takes no log callback: the
- * library's first words before it is set go to the server's log.
+ * One server of the library's connect string ("address:port", the
+ * addresses zklock.hosts resolved to, in its order) with the host written
+ * in zklock.hosts; plain C.
+ */
+static bool
+tls_server_init(ZklTlsServer *sv, const char *addr, size_t len,
+				const ZklServer *given)
+{
+	char		text[ZKL_SERVER_ADDR_MAX];
+	char	   *colon;
+
+	if (len >= sizeof(text) || given->host_len >= sizeof(sv->host))
+		return false;
+	memcpy(text, addr, len);
+	text[len] = '\0';
+	colon = strrchr(text, ':');
+	if (colon == NULL)
+		return false;
+	*colon = '\0';
+	memset(sv, 0, sizeof(*sv));
+	if (inet_pton(AF_INET, text, &((struct sockaddr_in *) &sv->addr)->sin_addr) == 1)
+	{
+		sv->addr.ss_family = AF_INET;
+		((struct sockaddr_in *) &sv->addr)->sin_port = htons(atoi(colon + 1));
+	}
+	else if (inet_pton(AF_INET6, text, &((struct sockaddr_in6 *) &sv->addr)->sin6_addr) == 1)
+	{
+		sv->addr.ss_family = AF_INET6;
+		((struct sockaddr_in6 *) &sv->addr)->sin6_port = htons(atoi(colon + 1));
+	}
+	else
+		return false;
+	memcpy(sv->host, given->host, given->host_len);
+	sv->host[given->host_len] = '\0';
+	sv->port = given->port;
+	sv->is_address = zkl_hosts_numeric(given, text);
+	return true;
+}
+
+/*
+ * The session's TLS side for the library's connect string hosts, which
+ * holds zklock.hosts' servers resolved, in their order; NULL when out of
+ * memory.  Plain C (called with every signal blocked).
+ */
+static ZklTlsSession *
+tls_session_new(const char *hosts)
+{
+	int			max = zkl_hosts_count(zkl_hosts);
+	ZklServer  *given = calloc(max, sizeof(ZklServer));
+	ZklTlsSession *ts = calloc(1, offsetof(ZklTlsSession, servers) +
+							   sizeof(ZklTlsServer) * max);
+	char		problem[256];
+	int			n = given && ts ?
+		zkl_hosts_parse(zkl_hosts, given, problem, sizeof(problem)) : -1;
+	const char *p = hosts;
+	const char *end = zkl_hosts_end(hosts);
+
+	for (int i = 0; i < n && ts; i++)
+	{
+		const char *comma = memchr(p, ',', end - p);
+		size_t		len = comma ? (size_t) (comma - p) : (size_t) (end - p);
+
+		if (!tls_server_init(&ts->servers[i], p, len, &given[i]))
+		{
+			free(ts);
+			ts = NULL;
+			break;
+		}
+		ts->nservers++;
+		p += len + (comma ? 1 : 0);
+	}
+	free(given);
+	if (ts == NULL || n < 0)
+	{
+		free(ts);
+		return NULL;
+	}
+	ts->ctx = tls_ctx;
+	SSL_CTX_up_ref(ts->ctx);
+	ts->check_host = zkl_ssl_hostname_verification;
+	return ts;
+}
+
+/*
+ * Start the handle over TLS with the session's context; called where
+ * zookeeper_init2 would be, with every signal blocked.  NULL with errno
+ * set when it could not start.
  */
 zhandle_t *
 zkl_sess_tls_init(const char *hosts, watcher_fn watcher, int timeout_ms,
-			 log_callback_fn log)
+				  log_callback_fn log)
 {
 	zhandle_t  *zh;
 
-	free(tls_hosts);
-	tls_hosts = strdup(hosts);
-	zh = zookeeper_init_ssl(hosts, tls_cert_string, watcher, timeout_ms,
-							NULL, NULL, 0);
-	if (zh != NULL)
-		zoo_set_log_callback(zh, log);
+	tls_session_free(tls_session);
+	tls_session = tls_session_new(hosts);
+	if (tls_session == NULL)
+	{
+		errno = ENOMEM;
+		return NULL;
+	}
+	zh = zookeeper_init_ssl_ctx(hosts, tls_session->ctx, tls_prepare,
+								tls_session, watcher, timeout_ms, NULL, NULL,
+								0, log);
 	return zh;
 }
 
@@ -456,6 +837,49 @@ zkl_sess_tls_is_own_id(const char *scheme, const char *id)
 {
 	return tls_own_id[0] != '\0' && strcmp(scheme, "x509") == 0 &&
 		strcmp(id, tls_own_id) == 0;
+}
+
+/*
+ * Whether every server of the session being opened refused over TLS
+ * because its certificate did not verify: the open need not wait longer.
+ * Under mu.
+ */
+bool
+zkl_sess_tls_all_refused_locked(void)
+{
+	if (tls_session == NULL || tls_session->nservers == 0)
+		return false;
+	for (int i = 0; i < tls_session->nservers; i++)
+		if (!tls_session->servers[i].refused)
+			return false;
+	return true;
+}
+
+/* A server as written in zklock.hosts, "host:port"; plain C. */
+static void
+tls_server_text(const ZklTlsServer *sv, char *out, size_t cap)
+{
+	snprintf(out, cap, strchr(sv->host, ':') ? "[%s]:%d" : "%s:%d",
+			 sv->host, sv->port);
+}
+
+/*
+ * Why a server's certificate was refused, in words (copied under mu by the
+ * caller); plain C.
+ */
+static void
+tls_refusal_text(const ZklTlsServer *sv, const char *ca, const char *crl,
+				 char *out, size_t cap)
+{
+	if (sv->verify_error == X509_V_ERR_HOSTNAME_MISMATCH ||
+		sv->verify_error == X509_V_ERR_IP_ADDRESS_MISMATCH)
+		snprintf(out, cap, "the server's certificate does not name \"%s\", the %s it was reached under; it carries %s",
+				 sv->host, sv->is_address ? "address" : "host name", sv->names);
+	else
+		snprintf(out, cap, "the server's certificate did not verify with zklock.ssl_ca_file \"%s\"%s%s%s: %s (it carries %s)",
+				 ca, crl ? " and zklock.ssl_crl_file \"" : "", crl ? crl : "",
+				 crl ? "\"" : "",
+				 X509_verify_cert_error_string(sv->verify_error), sv->names);
 }
 
 /* Milliseconds on a monotonic clock; plain C. */
@@ -482,16 +906,20 @@ tls_poll(int fd, short events, int64_t deadline)
 
 /* Why a handshake (or the read after it) failed, in words; plain C. */
 static void
-tls_explain(ZklTlsProbe *p, SSL *ssl, int err, unsigned long e,
+tls_explain(ZklTlsProbe *p, const ZklTlsServer *sv, int err, unsigned long e,
 			char *out, size_t cap)
 {
-	long		verify = SSL_get_verify_result(ssl);
 	int			reason = e ? ERR_GET_REASON(e) : 0;
 	const char *text = e ? ERR_reason_error_string(e) : NULL;
+	bool		refused;
+	ZklTlsServer copy;
 
-	if (verify != X509_V_OK)
-		snprintf(out, cap, "the server's certificate did not verify with zklock.ssl_ca_file \"%s\": %s",
-				 p->ca, X509_verify_cert_error_string(verify));
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	refused = sv->refused;
+	copy = *sv;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (refused)
+		tls_refusal_text(&copy, p->ca, p->crl, out, cap);
 	else if (e != 0 && ERR_GET_LIB(e) == ERR_LIB_SSL &&
 			 reason >= SSL_AD_REASON_OFFSET)
 		snprintf(out, cap, "the server refused the client certificate in zklock.ssl_cert_file \"%s\": %s",
@@ -509,51 +937,39 @@ tls_explain(ZklTlsProbe *p, SSL *ssl, int err, unsigned long e,
 }
 
 /*
- * One TLS handshake with one server, then a short read for the server's
- * verdict on our certificate (TLS 1.3 sends it after the handshake).
- * Returns false with *out set when it failed; plain C.
+ * One TLS handshake with one server, with the session's context and host
+ * check, then a short read for the server's verdict on our certificate
+ * (TLS 1.3 sends it after the handshake).  Returns false with *out set
+ * when it failed; plain C.
  */
 static bool
-tls_probe_one(ZklTlsProbe *p, const char *addr, int port, int64_t deadline,
+tls_probe_one(ZklTlsProbe *p, ZklTlsServer *sv, int64_t deadline,
 			  char *out, size_t cap)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	SSL_CTX    *ctx = NULL;
 	SSL		   *ssl = NULL;
-	int			fd = -1;
+	int			fd;
 	bool		ok = false;
 	int64_t		verdict;
+	socklen_t	len = sv->addr.ss_family == AF_INET6 ?
+		sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 
 	out[0] = '\0';
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
-		return true;			/* not an address we can probe */
 	ERR_clear_error();
-	ctx = SSL_CTX_new(TLS_client_method());
-	if (ctx == NULL ||
-		SSL_CTX_load_verify_locations(ctx, p->ca, NULL) != 1 ||
-		SSL_CTX_use_certificate_chain_file(ctx, p->cert) != 1 ||
-		SSL_CTX_use_PrivateKey_file(ctx, p->key, SSL_FILETYPE_PEM) != 1)
-	{
-		snprintf(out, cap, "could not load the TLS files: %s",
-				 ERR_reason_error_string(ERR_get_error()));
-		goto done;
-	}
-	SSL_CTX_set_default_verify_paths(ctx);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(sv->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 	{
 		snprintf(out, cap, "could not create a socket: %s", strerror(errno));
-		goto done;
+		return false;
 	}
-	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0 &&
+	if (connect(fd, (struct sockaddr *) &sv->addr, len) != 0 &&
 		errno != EINPROGRESS)
 	{
 		snprintf(out, cap, "could not connect: %s", strerror(errno));
 		goto done;
 	}
-	ssl = SSL_new(ctx);
-	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1)
+	ssl = SSL_new(p->session->ctx);
+	if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 ||
+		tls_prepare(ssl, (struct sockaddr *) &sv->addr, p->session) != 0)
 	{
 		snprintf(out, cap, "could not start TLS");
 		goto done;
@@ -580,7 +996,7 @@ tls_probe_one(ZklTlsProbe *p, const char *addr, int port, int64_t deadline,
 			snprintf(out, cap, "could not connect: %s", strerror(errno));
 			goto done;
 		}
-		tls_explain(p, ssl, err, ERR_peek_last_error(), out, cap);
+		tls_explain(p, sv, err, ERR_peek_last_error(), out, cap);
 		goto done;
 	}
 	/* The server's verdict on our certificate, if it has one. */
@@ -599,7 +1015,7 @@ tls_probe_one(ZklTlsProbe *p, const char *addr, int port, int64_t deadline,
 			break;
 		}
 		if (err != SSL_ERROR_NONE)
-			tls_explain(p, ssl, err, ERR_peek_last_error(), out, cap);
+			tls_explain(p, sv, err, ERR_peek_last_error(), out, cap);
 		else
 			ok = true;
 		break;
@@ -607,9 +1023,7 @@ tls_probe_one(ZklTlsProbe *p, const char *addr, int port, int64_t deadline,
 done:
 	if (ssl != NULL)
 		SSL_free(ssl);
-	if (fd >= 0)
-		close(fd);
-	SSL_CTX_free(ctx);
+	close(fd);
 	ERR_clear_error();
 	return ok;
 }
@@ -617,10 +1031,10 @@ done:
 static void
 tls_probe_free(ZklTlsProbe *p)
 {
-	free(p->hosts);
+	tls_session_free(p->session);
 	free(p->ca);
 	free(p->cert);
-	free(p->key);
+	free(p->crl);
 	free(p);
 }
 
@@ -632,22 +1046,16 @@ tls_probe_main(void *arg)
 	int64_t		deadline = tls_now_ms() + p->budget_ms;
 	char		detail[sizeof(p->detail)];
 	char		server[sizeof(p->server)] = "";
-	char	   *slash = strchr(p->hosts, '/');
 
 	detail[0] = '\0';
-	if (slash)
-		*slash = '\0';
-	for (char *entry = strtok(p->hosts, ","); entry && detail[0] == '\0';
-		 entry = strtok(NULL, ","))
+	for (int i = 0; i < p->session->nservers && detail[0] == '\0'; i++)
 	{
-		char	   *colon = strrchr(entry, ':');
+		ZklTlsServer *sv = &p->session->servers[i];
 
-		if (colon == NULL || tls_now_ms() >= deadline)
+		if (tls_now_ms() >= deadline)
 			break;
-		*colon = '\0';
-		if (!tls_probe_one(p, entry, atoi(colon + 1), deadline, detail,
-						   sizeof(detail)))
-			snprintf(server, sizeof(server), "%s:%s", entry, colon + 1);
+		if (!tls_probe_one(p, sv, deadline, detail, sizeof(detail)))
+			tls_server_text(sv, server, sizeof(server));
 	}
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	memcpy(p->detail, detail, sizeof(detail));
@@ -681,29 +1089,47 @@ tls_probe_abandon(void)
 		tls_probe_free(p);
 }
 
-/* Start a probe with the files of this session; quietly none on failure. */
+/*
+ * Start a probe with the session's context and a copy of its servers (the
+ * probe may outlive the session); quietly none on failure.
+ */
 static void
 tls_probe_start(int budget_ms)
 {
 	ZklTlsProbe *p = calloc(1, sizeof(ZklTlsProbe));
+	size_t		size;
 	pthread_t	thread;
 	sigset_t	all;
 	sigset_t	saved;
 	bool		started;
 
 	tls_probe_abandon();
-	if (p == NULL)
+	if (p == NULL || tls_session == NULL)
+	{
+		free(p);
 		return;
-	p->hosts = tls_hosts ? strdup(tls_hosts) : NULL;
+	}
+	size = offsetof(ZklTlsSession, servers) +
+		sizeof(ZklTlsServer) * tls_session->nservers;
+	p->session = malloc(size);
 	p->ca = strdup(tls_ca);
 	p->cert = strdup(tls_cert);
-	p->key = strdup(tls_key);
+	p->crl = tls_crl ? strdup(tls_crl) : NULL;
 	p->budget_ms = budget_ms;
-	if (!p->hosts || !p->ca || !p->cert || !p->key)
+	if (!p->session || !p->ca || !p->cert || (tls_crl && !p->crl))
 	{
+		free(p->session);
+		p->session = NULL;
 		tls_probe_free(p);
 		return;
 	}
+	memcpy(p->session, tls_session, size);
+	for (int i = 0; i < p->session->nservers; i++)
+	{
+		p->session->servers[i].resume = NULL;
+		p->session->servers[i].refused = false;
+	}
+	SSL_CTX_up_ref(p->session->ctx);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
 	started = pthread_create(&thread, NULL, tls_probe_main, p) == 0;
@@ -729,7 +1155,7 @@ zkl_sess_tls_wait_connect(bool (*ready) (void *), TimestampTz deadline)
 	volatile bool ok = false;
 
 	tls_probe_abandon();
-	if (!zkl_ssl || tls_ca == NULL)
+	if (!zkl_ssl || tls_session == NULL)
 		return zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, ready, NULL, deadline);
 	if (zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, ready, NULL, half))
 		return true;
@@ -751,9 +1177,38 @@ zkl_sess_tls_wait_connect(bool (*ready) (void *), TimestampTz deadline)
 }
 
 /*
- * The session did not connect over TLS within connect_timeout: raise what
- * the probe learned, naming the server and the file.  Returns only when
- * TLS is off.
+ * The first server whose certificate was refused, as error fields; false
+ * when none was.
+ */
+static bool
+tls_first_refusal(char *server, size_t server_cap, char *detail,
+				  size_t detail_cap, bool *host_mismatch)
+{
+	ZklTlsServer copy;
+	bool		found = false;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	for (int i = 0; tls_session && i < tls_session->nservers && !found; i++)
+		if (tls_session->servers[i].refused)
+		{
+			copy = tls_session->servers[i];
+			found = true;
+		}
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (!found)
+		return false;
+	tls_server_text(&copy, server, server_cap);
+	tls_refusal_text(&copy, tls_ca, tls_crl, detail, detail_cap);
+	*host_mismatch = copy.verify_error == X509_V_ERR_HOSTNAME_MISMATCH ||
+		copy.verify_error == X509_V_ERR_IP_ADDRESS_MISMATCH;
+	return true;
+}
+
+/*
+ * The session did not connect over TLS within connect_timeout, or every
+ * server's certificate was refused: raise what the verification or the
+ * probe learned, naming the server and the file.  Returns only when TLS
+ * is off.
  */
 void
 zkl_sess_tls_report_failure(void)
@@ -761,9 +1216,23 @@ zkl_sess_tls_report_failure(void)
 	char		detail[sizeof(((ZklTlsProbe *) 0)->detail)] = "";
 	char		server[sizeof(((ZklTlsProbe *) 0)->server)] = "";
 	bool		done = false;
+	bool		host_mismatch = false;
 
-	if (!zkl_ssl || tls_ca == NULL)
+	if (!zkl_ssl || tls_session == NULL)
 		return;
+	if (tls_first_refusal(server, sizeof(server), detail, sizeof(detail),
+						  &host_mismatch))
+	{
+		tls_probe_abandon();
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to ZooKeeper server \"%s\" over TLS",
+						server),
+				 errdetail("%c%s.", pg_toupper((unsigned char) detail[0]), detail + 1),
+				 host_mismatch ?
+				 errhint("Name each server in zklock.hosts as its certificate does, or turn zklock.ssl_hostname_verification off for an ensemble whose certificates name no hosts.") :
+				 errhint("Check zklock.ssl_ca_file, zklock.ssl_crl_file and the servers' certificates.")));
+	}
 	if (tls_probe != NULL)
 	{
 		pthread_mutex_lock(&zkl_sess_sync_mu);

@@ -1,10 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * session_tls.h
- *	  TLS for the session files (session_tls.c): the files' checks, the
- *	  handle's start over TLS, the certificate identity for ACLs, and what
- *	  a connection that never completes over TLS is reported as.  Only the
- *	  session files include it.
+ *	  TLS for the session files (session_tls.c): the files' checks and the
+ *	  session's TLS context, the handle's start over TLS, the certificate
+ *	  identity for ACLs, the servers whose certificates were refused, and
+ *	  what a connection that never completes over TLS is reported as.  Only
+ *	  the session files include it.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,6 +19,7 @@
 extern void zkl_sess_tls_prepare(void);
 extern zhandle_t *zkl_sess_tls_init(const char *hosts, watcher_fn watcher,
 							   int timeout_ms, log_callback_fn log);
+extern bool zkl_sess_tls_all_refused_locked(void);
 extern bool zkl_sess_tls_wait_connect(bool (*ready) (void *), TimestampTz deadline);
 extern void zkl_sess_tls_report_failure(void);
 extern bool zkl_sess_tls_has_identity(void);

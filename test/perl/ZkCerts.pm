@@ -22,7 +22,13 @@ ZkCerts - the certificates of a TLS test, made with the openssl command
 One CA signs the servers' certificate (for 127.0.0.1) and two client
 identities, a and b; an expired client certificate (expired) from the same
 CA; and a client certificate from another CA (rogue), which the servers do
-not trust.  Keys are unencrypted PEM (PKCS#8), mode 0600, as
+not trust.  Server certificates for the refusals of the client side, each
+in a PEM key store of its own (NAME.pem): server-elsewhere (the CA's, for
+the host elsewhere.example only), server-localhost (the CA's, for the host
+localhost only), server-expired and server-revoked (the CA's, for
+127.0.0.1; ca.crl revokes the second), and server-sysca (for 127.0.0.1,
+from a third CA, sys-ca.pem, that stands for a machine's default trust
+store).  Keys are unencrypted PEM (PKCS#8), mode 0600, as
 zklock.ssl_key_file wants them; server.pem (and a.pem, for a Java client)
 holds the key and the certificate together, as ZooKeeper's PEM key store
 reads it.
@@ -120,6 +126,9 @@ sub _sign
 		open my $fh, '>', "$db/serial" or croak "$db/serial: $!";
 		printf $fh "%04X\n", 1000 + int(rand(60000));
 		close $fh;
+		open $fh, '>', "$db/crlnumber" or croak "$db/crlnumber: $!";
+		print $fh "1000\n";
+		close $fh;
 	}
 	open my $cnf, '>', "$d/$name.cnf" or croak "$d/$name.cnf: $!";
 	print $cnf <<"EOF";
@@ -131,6 +140,8 @@ serial = $db/serial
 new_certs_dir = $db
 certificate = $d/$ca.pem
 private_key = $d/$ca.key
+crlnumber = $db/crlnumber
+default_crl_days = 3650
 default_md = sha256
 policy = any
 unique_subject = no
@@ -171,11 +182,29 @@ sub _make
 	$self->_sign('other-ca', 'rogue', $SUBJECT{rogue}, $from, $until,
 		'extendedKeyUsage = clientAuth');
 
+	# The refusals of the client side.
+	my $server = 'extendedKeyUsage = serverAuth,clientAuth';
+	$self->_ca('sys-ca', '/O=some public CA/CN=some public CA');
+	$self->_sign('ca', 'server-elsewhere', '/O=zklock test/CN=elsewhere.example',
+		$from, $until, "subjectAltName = DNS:elsewhere.example\n$server");
+	$self->_sign('ca', 'server-localhost', '/O=zklock test/CN=localhost',
+		$from, $until, "subjectAltName = DNS:localhost\n$server");
+	$self->_sign('ca', 'server-expired', '/O=zklock test/CN=127.0.0.1',
+		$from, '20200201000000Z', "subjectAltName = IP:127.0.0.1\n$server");
+	$self->_sign('ca', 'server-revoked', '/O=zklock test/CN=127.0.0.1',
+		$from, $until, "subjectAltName = IP:127.0.0.1\n$server");
+	$self->_sign('sys-ca', 'server-sysca', '/O=zklock test/CN=127.0.0.1',
+		$from, $until, "subjectAltName = IP:127.0.0.1\n$server");
+	$self->_openssl('ca -config server-revoked.cnf -revoke server-revoked.crt');
+	$self->_openssl('ca -config server-revoked.cnf -gencrl -out ca.crl');
+
 	# ZooKeeper's PEM key store (the servers', and the Java client's):
 	# the key and the certificate in one file.
-	for my $name (qw(server a))
+	for my $name (
+		qw(server a server-elsewhere server-localhost server-expired
+		server-revoked server-sysca))
 	{
-		my $crt = $name eq 'server' ? 'server.crt' : "$name.crt";
+		my $crt = "$name.crt";
 		open my $out, '>', $self->file("$name.pem") or croak "$name.pem: $!";
 		for my $f ("$name.key", $crt)
 		{

@@ -7,9 +7,15 @@
 # deadlock detection, semaphores; the certificate's subject is the identity
 # in the nodes' ACL, so another certificate (kazoo) cannot delete a held
 # node, and a directory of another identity is refused; a Curator client
-# over TLS and zklock exclude each other.  Each TLS failure is a class-08
-# error within connect_timeout naming TLS, the server and the file, and
-# never a fallback to plain text.
+# over TLS and zklock exclude each other; a reconnect reads no file (one
+# TLS context per session).  Each TLS failure is a class-08 error within
+# connect_timeout naming TLS, the server and the file, and never a fallback
+# to plain text.  The ensemble is authenticated: a server certificate for
+# another host, one that only the machine's default trust store vouches
+# for, a revoked one (zklock.ssl_crl_file) and an expired one are refused
+# at once; one for the host as zklock.hosts names it, by name or by
+# address, is accepted.  A backend whose descriptors go past 1024 opens
+# its session over TLS there.
 
 use strict;
 use warnings;
@@ -57,7 +63,7 @@ sub zkq
 # the data directory, named relative to it; the CA by absolute path.
 sub tls_cluster
 {
-	my ($name) = @_;
+	my ($name, $start) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
 	copy($a->{cert}, $node->data_dir . '/zk-client.crt') or die $!;
@@ -73,7 +79,7 @@ sub tls_cluster
 		"zklock.ssl_ca_file = '$ca'",
 		"zklock.ssl_cert_file = 'zk-client.crt'",
 		"zklock.ssl_key_file = 'zk-client.key'") . "\n");
-	$node->start;
+	$start ? $start->($node) : $node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION zklock');
 	return $node;
 }
@@ -176,13 +182,17 @@ $west->reload;
 	my ($port) = $server =~ /:(\d+)$/;
 	my ($i) = grep { $zk->port($_) == $port } 1 .. 3;
 	ok($i, "connected to server $i");
+	# The session's TLS context holds the files: a reconnect reads none.
+	my $key = $east->data_dir . '/zk-client.key';
+	rename($key, "$key.away") or die $!;
 	$zk->kill_server($i);
 	ok( poll_until(sub {
 			my ($st, $id, $srv) = split /\|/,
 			  $s->query_safe("SELECT state, session_id, coalesce(server, '') FROM zk_session()");
 			$st eq 'connected' && $id eq $sid && $srv !~ /:$port$/;
 		}),
-		'the same session reconnects to another server over TLS');
+		'the same session reconnects to another server over TLS, with the key file gone');
+	rename("$key.away", $key) or die $!;
 	is($s->query_safe("SELECT state FROM zk_locks WHERE name = 'move'"), 'held',
 		'the lock is still held');
 	is($west->safe_psql('postgres', "SELECT zk_try_lock('move')"), 'f',
@@ -235,7 +245,12 @@ my $plain = ZkEnsemble->new(servers => 1);
 my $errs = PostgreSQL::Test::Cluster->new('errors');
 $errs->init;
 $errs->append_conf('postgresql.conf', "zklock.connect_timeout = 3000\n");
-$errs->start;
+{
+	# A machine trust store that holds a CA the ensemble's file does not:
+	# OpenSSL's default paths read SSL_CERT_FILE from the environment.
+	local $ENV{SSL_CERT_FILE} = $certs->file('sys-ca.pem');
+	$errs->start;
+}
 $errs->safe_psql('postgres', 'CREATE EXTENSION zklock');
 
 # Try a lock with these settings; returns (stderr, seconds taken).
@@ -288,13 +303,135 @@ for my $c (@cases)
 	ok($took < 8, "$what: within connect_timeout (took ${\ sprintf '%.1f', $took} s)");
 }
 
-# TLS off against the TLS port: no session, a plain connection error.
+# TLS off against the TLS port: no session, a plain connection error
+# that names TLS first.
 my ($e) = try_with('zklock.ssl' => 'off');
-like($e, qr/ERROR:  08001: could not connect to ZooKeeper at/,
-	'plain text against a TLS-only ensemble does not connect');
+like($e, qr/ERROR:  08001: could not connect to ZooKeeper at.*\n.*\nHINT:  A port that serves only TLS \(secureClientPort\) closes plain-text connections so/,
+	'plain text against a TLS-only ensemble does not connect, and the hint names TLS first');
 # And TLS on with the right files works on this cluster too.
 ($e) = try_with();
 is($e, '', 'the right files connect');
+
+# --- the ensemble is authenticated: each server certificate below is the
+# test CA's or another CA's, served by a real ZooKeeper server of its own.
+# A refusal fails at once (every server refused), naming the server, the
+# name it was reached under and what the certificate carries.
+sub tls_server
+{
+	my ($name) = @_;
+	return ZkEnsemble->new(
+		servers => 1,
+		tls     => {
+			keystore    => $certs->file("$name.pem"),
+			truststore  => $ca,
+			client_cert => $a->{cert},
+			client_key  => $a->{key} });
+}
+
+sub refused_fast
+{
+	my ($what, $took) = @_;
+	ok($took < 3, "$what: refused before connect_timeout (took ${\ sprintf '%.1f', $took} s)");
+}
+
+{
+	my $srv = tls_server('server-elsewhere');
+	my $port = $srv->port(1);
+	my ($e, $took) = try_with('zklock.hosts' => "127.0.0.1:$port");
+	like($e,
+		qr/ERROR:  08001: could not connect to ZooKeeper server "127\.0\.0\.1:$port" over TLS\nDETAIL:  The server's certificate does not name "127\.0\.0\.1", the address it was reached under; it carries DNS:elsewhere\.example\.\nHINT:  .*zklock\.ssl_hostname_verification off/,
+		'a certificate for another host is refused, naming the server, the address and the names it carries');
+	refused_fast('another host', $took);
+	($e) = try_with('zklock.hosts' => "127.0.0.1:$port",
+		'zklock.ssl_hostname_verification' => 'off');
+	is($e, '', 'with zklock.ssl_hostname_verification off, the CA alone decides');
+	$errs->safe_psql('postgres',
+		'ALTER SYSTEM RESET zklock.ssl_hostname_verification; SELECT pg_reload_conf()');
+	$srv->stop;
+}
+{
+	my $srv = tls_server('server-localhost');
+	my $port = $srv->port(1);
+	my ($e) = try_with('zklock.hosts' => "localhost:$port");
+	is($e, '', 'a certificate that names the host zklock.hosts names is accepted (by name)');
+	($e) = try_with('zklock.hosts' => "127.0.0.1:$port");
+	like($e, qr/DETAIL:  The server's certificate does not name "127\.0\.0\.1", the address it was reached under; it carries DNS:localhost\./,
+		'the same server reached by address is refused: the address is not in the certificate');
+	$srv->stop;
+}
+{
+	my $srv = tls_server('server-sysca');
+	my ($e, $took) = try_with('zklock.hosts' => $srv->connect_string);
+	like($e,
+		qr/ERROR:  08001: could not connect to ZooKeeper server "127\.0\.0\.1:\d+" over TLS\nDETAIL:  The server's certificate did not verify with zklock\.ssl_ca_file ".*ca\.pem": unable to get local issuer certificate/,
+		'a server certificate that only the machine\'s default trust store vouches for is refused');
+	refused_fast('a CA of the default store', $took);
+	$srv->stop;
+}
+{
+	my $srv = tls_server('server-revoked');
+	my ($e) = try_with('zklock.hosts' => $srv->connect_string);
+	is($e, '', 'the revoked certificate is accepted without zklock.ssl_crl_file');
+	my $took;
+	($e, $took) = try_with('zklock.hosts' => $srv->connect_string,
+		'zklock.ssl_crl_file' => $certs->file('ca.crl'));
+	like($e,
+		qr/DETAIL:  The server's certificate did not verify with zklock\.ssl_ca_file ".*ca\.pem" and zklock\.ssl_crl_file ".*ca\.crl": certificate revoked/,
+		'with zklock.ssl_crl_file, a revoked server certificate is refused');
+	refused_fast('a revoked certificate', $took);
+	($e) = try_with('zklock.ssl_crl_file' => $certs->file('ca.crl'));
+	is($e, '', 'and the ensemble, whose certificate is not revoked, is accepted with it');
+	($e) = try_with('zklock.ssl_crl_file' => 'nowhere.crl');
+	like($e, qr/ERROR:  58P01: could not open ZooKeeper TLS file ".*nowhere\.crl": No such file.*\n.*zklock\.ssl_crl_file/,
+		'a missing CRL file is named');
+	$errs->safe_psql('postgres', 'ALTER SYSTEM RESET zklock.ssl_crl_file; SELECT pg_reload_conf()');
+	$srv->stop;
+}
+{
+	my $srv = tls_server('server-expired');
+	my ($e, $took) = try_with('zklock.hosts' => $srv->connect_string);
+	like($e,
+		qr/DETAIL:  The server's certificate did not verify with zklock\.ssl_ca_file ".*ca\.pem": certificate has expired/,
+		'an expired server certificate is refused');
+	refused_fast('an expired certificate', $took);
+	$srv->stop;
+}
+
+# --- a backend whose descriptors go past 1024 opens its session over TLS
+# there (the handshake waits with poll; select's fd_set holds 1024).  The
+# postmaster starts with a higher descriptor limit, and one backend opens
+# 1100 relation files before its first zklock call.
+{
+	my $wrap = "$PostgreSQL::Test::Utils::tmp_check/pg_ctl_nofile";
+	make_path($wrap);
+	my ($bindir) = grep { -x "$_/pg_ctl" } split /:/, $ENV{PATH};
+	my $real = "$bindir/pg_ctl";
+	open my $fh, '>', "$wrap/pg_ctl" or die $!;
+	print $fh "#!/bin/sh\nulimit -n 4096 || exit 1\nexec '$real' \"\$@\"\n";
+	close $fh;
+	chmod 0755, "$wrap/pg_ctl";
+	my $many = tls_cluster('many_fds', sub {
+		my ($node) = @_;
+		$node->append_conf('postgresql.conf', "max_files_per_process = 3000\n");
+		local $ENV{PATH} = "$wrap:$ENV{PATH}";
+		$node->start;
+	});
+	$many->safe_psql('postgres',
+		'DO $$ BEGIN FOR i IN 1..1100 LOOP EXECUTE format(\'CREATE TABLE fd_%s (i int)\', i); END LOOP; END $$');
+	my $s = waiter($many);
+	my $pid = backend_pid($s);
+	$s->query_safe('DO $$ BEGIN FOR i IN 1..1100 LOOP EXECUTE format(\'SELECT count(*) FROM fd_%s\', i); END LOOP; END $$');
+	like($s->query_safe("SELECT zk_lock('high-fd')"), qr/^\d+$/,
+		'a backend holding 1100 relation files takes a lock over TLS');
+	my @socks = grep { (readlink("/proc/$pid/fd/$_") // '') =~ /^socket:/ && $_ > 1024 }
+	  map { m{/(\d+)$} ? $1 : () } glob("/proc/$pid/fd/*");
+	ok(scalar(@socks) >= 1, "its ZooKeeper connection is on a descriptor above 1024 (@socks)");
+	is($west->safe_psql('postgres', "SELECT zk_try_lock('high-fd')"), 'f',
+		'and the lock excludes another cluster');
+	is($s->query_safe("SELECT zk_unlock('high-fd')"), 't', 'it releases');
+	$s->quit;
+	$many->stop('fast');
+}
 
 $_->quit for $ew, $ww;
 finish(nodes => [ $east, $west, $errs ], zk => $zk);

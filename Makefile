@@ -21,7 +21,7 @@ MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
 	src/session_cleanup.o src/session_clock.o src/session_lease.o src/session_log.o \
 	src/session_request.o src/session_state.o src/session_sync.o src/session_tls.o \
-	src/session_wait.o src/sql_api.o src/sql_stats.o src/zklock.o
+	src/session_wait.o src/sql_api.o src/sql_stats.o src/tls_shared.o src/zklock.o
 
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql zklock--1.1--1.2.sql
 PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"

@@ -234,9 +234,10 @@ session_log_open(zhandle_t *zh, TimestampTz begin, TimestampTz resolved,
 	ereport(LOG,
 			(errmsg("ZooKeeper session %s opened in %.3f ms",
 					session_id_text(), session_ms(begin, now)),
-			 errdetail("Setup and name resolution %.3f ms, start of the client library's and the lease threads %.3f ms, connection and session creation %.3f ms; server %s.",
+			 errdetail("Setup and name resolution %.3f ms, start of the client library's and the lease threads %.3f ms, connection and session creation %.3f ms; server %s%s.",
 					   session_ms(begin, resolved), session_ms(resolved, started),
-					   session_ms(started, now), server ? server : "unknown")));
+					   session_ms(started, now), server ? server : "unknown",
+					   zkl_sess_tls_describe())));
 }
 
 /*
@@ -647,6 +648,7 @@ session_open(void)
 	char		closed_list[512];
 
 	TimestampTz t_begin = GetCurrentTimestamp();
+	TimestampTz deadline;
 	TimestampTz t_resolved;
 	TimestampTz t_started;
 
@@ -675,6 +677,7 @@ session_open(void)
 
 	PG_TRY();
 	{
+		zkl_sess_tls_servers(hosts);
 		zkl_sess_sync_acquire_fds(ZKL_LIBRARY_FDS);
 	}
 	PG_CATCH();
@@ -757,11 +760,11 @@ session_open(void)
 				 ZKL_PROTECT_PREFIX, ZKL_UUID_SESSION_LEN, uuid);
 	}
 
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   zkl_connect_timeout);
 	PG_TRY();
 	{
-		zkl_sess_tls_wait_connect(session_open_settled,
-							 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 zkl_connect_timeout));
+		zkl_sess_tls_wait_connect(session_open_settled, deadline);
 	}
 	PG_CATCH();
 	{
@@ -777,13 +780,17 @@ session_open(void)
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (connected)
 	{
+		zkl_sess_tls_share();
 		if (zkl_log_sessions)
 			session_log_open(zh, t_begin, t_resolved, t_started);
 		return;
 	}
 	session_close();
 	if (closed >= zkl_open_servers)
+	{
+		zkl_sess_tls_explain_closed(deadline);
 		session_raise_closed(closed_list);
+	}
 	if (auth_failed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),

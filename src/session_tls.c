@@ -67,6 +67,7 @@
 #include "hosts.h"
 #include "session_int.h"
 #include "session_tls.h"
+#include "tls_shared.h"
 
 /* How long the probe waits for the server's verdict on our certificate. */
 #define ZKL_TLS_VERDICT_MS 1000
@@ -78,8 +79,13 @@ typedef struct ZklTlsServer
 	char		host[256];		/* as written in zklock.hosts */
 	int			port;
 	bool		is_address;		/* host is an address, not a name */
+	char		shared_key[ZKL_TLS_KEY_MAX];	/* its ticket's, tls_shared.c */
 	/* Under mu: */
 	SSL_SESSION *resume;		/* the TLS session it gave last */
+	uint64		resume_gen;		/* counts the sessions it gave */
+	uint64		shared_gen;		/* the last of them shared */
+	int			handshakes;		/* handshakes completed, and of them */
+	int			resumed;		/* resumed from a ticket */
 	bool		refused;		/* its certificate did not verify */
 	long		verify_error;	/* why (X509_V_ERR_*) */
 	char		names[512];		/* the names its certificate carries */
@@ -568,9 +574,29 @@ tls_new_session(SSL *ssl, SSL_SESSION *session)
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	old = sv->resume;
 	sv->resume = session;
+	sv->resume_gen++;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	SSL_SESSION_free(old);
 	return 1;
+}
+
+/* A handshake completed: count it, and whether it resumed.  Plain C. */
+static void
+tls_info(const SSL *ssl, int where, int ret)
+{
+	ZklTlsServer *sv;
+
+	(void) ret;
+	if (!(where & SSL_CB_HANDSHAKE_DONE))
+		return;
+	sv = SSL_get_ex_data(ssl, tls_server_index);
+	if (sv == NULL)
+		return;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	sv->handshakes++;
+	if (SSL_session_reused((SSL *) ssl))
+		sv->resumed++;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
 /* Raise an error about a TLS file, with OpenSSL's reason. */
@@ -632,6 +658,7 @@ tls_build_ctx(EVP_PKEY *key)
 		SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT |
 									   SSL_SESS_CACHE_NO_INTERNAL_STORE);
 		SSL_CTX_sess_set_new_cb(ctx, tls_new_session);
+		SSL_CTX_set_info_callback(ctx, tls_info);
 	}
 	PG_CATCH();
 	{
@@ -756,72 +783,185 @@ tls_server_init(ZklTlsServer *sv, const char *addr, size_t len,
 	return true;
 }
 
+/* "path:size:mtime" of a file, for a ticket's key. */
+static char *
+tls_file_stamp(const char *path)
+{
+	struct stat st;
+
+	if (path == NULL)
+		return "-";
+	if (stat(path, &st) != 0)
+		return psprintf("%s:?", path);
+	return psprintf("%s:%lld:%lld", path, (long long) st.st_size,
+					(long long) st.st_mtime);
+}
+
 /*
- * The session's TLS side for the library's connect string hosts, which
- * holds zklock.hosts' servers resolved, in their order; NULL when out of
- * memory.  Plain C (called with every signal blocked).
+ * The key of a server's ticket in shared memory: the server as reached,
+ * and everything that decided to trust it and who we are to it.
  */
-static ZklTlsSession *
-tls_session_new(const char *hosts)
+static void
+tls_shared_key(ZklTlsServer *sv, bool check_host)
+{
+	char		addr[INET6_ADDRSTRLEN] = "?";
+
+	if (sv->addr.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *) &sv->addr)->sin_addr,
+				  addr, sizeof(addr));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) &sv->addr)->sin6_addr,
+				  addr, sizeof(addr));
+	snprintf(sv->shared_key, sizeof(sv->shared_key), "%s|%d|%s|%d|%s|%s|%s|%s",
+			 sv->host, sv->port, addr, check_host ? 1 : 0,
+			 tls_file_stamp(tls_ca), tls_file_stamp(tls_cert),
+			 tls_file_stamp(tls_key), tls_file_stamp(tls_crl));
+}
+
+/* The ticket another backend kept for a server, to resume; or none. */
+static void
+tls_shared_load(ZklTlsServer *sv)
+{
+	unsigned char *der = palloc(ZKL_TLS_TICKET_MAX);
+	int			len = zkl_tls_shared_get(sv->shared_key, der, ZKL_TLS_TICKET_MAX);
+	const unsigned char *p = der;
+
+	if (len > 0)
+	{
+		SSL_SESSION *session = d2i_SSL_SESSION(NULL, &p, len);
+
+		if (session != NULL && SSL_SESSION_is_resumable(session))
+			sv->resume = session;
+		else
+			SSL_SESSION_free(session);
+	}
+	ERR_clear_error();
+	pfree(der);
+}
+
+/*
+ * The TLS side of the session being opened, for the library's connect
+ * string hosts (zklock.hosts' servers resolved, in their order): each
+ * server's address, the host its certificate must name, and the ticket
+ * another backend kept for it.  Before the handle starts.
+ */
+void
+zkl_sess_tls_servers(const char *hosts)
 {
 	int			max = zkl_hosts_count(zkl_hosts);
-	ZklServer  *given = calloc(max, sizeof(ZklServer));
-	ZklTlsSession *ts = calloc(1, offsetof(ZklTlsSession, servers) +
-							   sizeof(ZklTlsServer) * max);
+	ZklServer  *given = palloc0(sizeof(ZklServer) * max);
+	ZklTlsSession *ts;
 	char		problem[256];
-	int			n = given && ts ?
-		zkl_hosts_parse(zkl_hosts, given, problem, sizeof(problem)) : -1;
+	int			n = zkl_hosts_parse(zkl_hosts, given, problem, sizeof(problem));
 	const char *p = hosts;
 	const char *end = zkl_hosts_end(hosts);
 
-	for (int i = 0; i < n && ts; i++)
+	tls_session_free(tls_session);
+	tls_session = NULL;
+	if (!zkl_ssl)
+		return;
+	ts = calloc(1, offsetof(ZklTlsSession, servers) + sizeof(ZklTlsServer) * max);
+	if (ts == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	ts->ctx = tls_ctx;
+	SSL_CTX_up_ref(ts->ctx);
+	ts->check_host = zkl_ssl_hostname_verification;
+	tls_session = ts;
+	for (int i = 0; i < n; i++)
 	{
 		const char *comma = memchr(p, ',', end - p);
 		size_t		len = comma ? (size_t) (comma - p) : (size_t) (end - p);
 
 		if (!tls_server_init(&ts->servers[i], p, len, &given[i]))
-		{
-			free(ts);
-			ts = NULL;
-			break;
-		}
+			elog(ERROR, "could not read server %d of the connect string \"%s\"",
+				 i + 1, hosts);
 		ts->nservers++;
+		tls_shared_key(&ts->servers[i], ts->check_host);
+		tls_shared_load(&ts->servers[i]);
 		p += len + (comma ? 1 : 0);
 	}
-	free(given);
-	if (ts == NULL || n < 0)
-	{
-		free(ts);
-		return NULL;
-	}
-	ts->ctx = tls_ctx;
-	SSL_CTX_up_ref(ts->ctx);
-	ts->check_host = zkl_ssl_hostname_verification;
-	return ts;
+	pfree(given);
 }
 
 /*
- * Start the handle over TLS with the session's context; called where
- * zookeeper_init2 would be, with every signal blocked.  NULL with errno
- * set when it could not start.
+ * The session is open: keep the tickets its servers gave in shared
+ * memory, for the next backend.
+ */
+void
+zkl_sess_tls_share(void)
+{
+	for (int i = 0; tls_session && i < tls_session->nservers; i++)
+	{
+		ZklTlsServer *sv = &tls_session->servers[i];
+		SSL_SESSION *session = NULL;
+		unsigned char *der;
+		unsigned char *q;
+		int			len;
+
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		if (sv->resume != NULL && sv->resume_gen != sv->shared_gen)
+		{
+			session = sv->resume;
+			SSL_SESSION_up_ref(session);
+			sv->shared_gen = sv->resume_gen;
+		}
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		if (session == NULL)
+			continue;
+		len = i2d_SSL_SESSION(session, NULL);
+		if (len > 0 && len <= ZKL_TLS_TICKET_MAX)
+		{
+			der = q = palloc(len);
+			if (i2d_SSL_SESSION(session, &q) == len)
+				zkl_tls_shared_put(sv->shared_key, der, len);
+			pfree(der);
+		}
+		SSL_SESSION_free(session);
+	}
+}
+
+/*
+ * How the TLS handshakes of the session went, for zklock.log_sessions:
+ * "" without TLS.
+ */
+const char *
+zkl_sess_tls_describe(void)
+{
+	int			handshakes = 0;
+	int			resumed = 0;
+
+	if (tls_session == NULL)
+		return "";
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	for (int i = 0; i < tls_session->nservers; i++)
+	{
+		handshakes += tls_session->servers[i].handshakes;
+		resumed += tls_session->servers[i].resumed;
+	}
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return psprintf("; TLS: %d handshake%s, %d resumed", handshakes,
+					handshakes == 1 ? "" : "s", resumed);
+}
+
+/*
+ * Start the handle over TLS with the session's context and servers
+ * (zkl_sess_tls_servers); called where zookeeper_init2 would be, with
+ * every signal blocked.  NULL with errno set when it could not start.
  */
 zhandle_t *
 zkl_sess_tls_init(const char *hosts, watcher_fn watcher, int timeout_ms,
 				  log_callback_fn log)
 {
-	zhandle_t  *zh;
-
-	tls_session_free(tls_session);
-	tls_session = tls_session_new(hosts);
 	if (tls_session == NULL)
 	{
-		errno = ENOMEM;
+		errno = EINVAL;
 		return NULL;
 	}
-	zh = zookeeper_init_ssl_ctx(hosts, tls_session->ctx, tls_prepare,
-								tls_session, watcher, timeout_ms, NULL, NULL,
-								0, log);
-	return zh;
+	return zookeeper_init_ssl_ctx(hosts, tls_session->ctx, tls_prepare,
+								  tls_session, watcher, timeout_ms, NULL, NULL,
+								  0, log);
 }
 
 /* Whether this session has a certificate identity (ACL scheme x509). */
@@ -1177,6 +1317,77 @@ zkl_sess_tls_wait_connect(bool (*ready) (void *), TimestampTz deadline)
 }
 
 /*
+ * Let go of the probe; if it found a server that failed, raise naming it
+ * and why.  Returns whether the probe had finished (every handshake it
+ * made was sound).
+ */
+static bool
+tls_raise_probed(void)
+{
+	char		detail[sizeof(((ZklTlsProbe *) 0)->detail)] = "";
+	char		server[sizeof(((ZklTlsProbe *) 0)->server)] = "";
+	bool		done = false;
+
+	if (tls_probe != NULL)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		done = tls_probe->done;
+		if (done)
+		{
+			memcpy(detail, tls_probe->detail, sizeof(detail));
+			memcpy(server, tls_probe->server, sizeof(server));
+		}
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		tls_probe_abandon();
+	}
+	if (detail[0] != '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not connect to ZooKeeper server \"%s\" over TLS",
+						server),
+				 errdetail("No server of \"%s\" completed a session within %d ms; with %s, %s.",
+						   zkl_hosts, zkl_connect_timeout, server, detail),
+				 errhint("Check zklock.ssl_ca_file, zklock.ssl_cert_file and the servers' secureClientPort and TLS settings.")));
+	return done;
+}
+
+static bool
+tls_probe_done(void *arg)
+{
+	(void) arg;
+	return tls_probe == NULL || tls_probe->done;
+}
+
+/*
+ * Every server closed the connection at once before answering, with TLS
+ * on: under TLS 1.3 that is also how a server refuses the client
+ * certificate (its alert comes with the first read, after the handshake).
+ * Probe the servers, within the deadline, and raise what the probe
+ * learned; return when it found every handshake sound.
+ */
+void
+zkl_sess_tls_explain_closed(TimestampTz deadline)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (!zkl_ssl || tls_session == NULL || now >= deadline)
+		return;
+	if (tls_probe == NULL)
+		tls_probe_start((int) ((deadline - now) / 1000));
+	PG_TRY();
+	{
+		zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, tls_probe_done, NULL, deadline);
+	}
+	PG_CATCH();
+	{
+		tls_probe_abandon();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	tls_raise_probed();
+}
+
+/*
  * The first server whose certificate was refused, as error fields; false
  * when none was.
  */
@@ -1215,7 +1426,7 @@ zkl_sess_tls_report_failure(void)
 {
 	char		detail[sizeof(((ZklTlsProbe *) 0)->detail)] = "";
 	char		server[sizeof(((ZklTlsProbe *) 0)->server)] = "";
-	bool		done = false;
+	bool		done;
 	bool		host_mismatch = false;
 
 	if (!zkl_ssl || tls_session == NULL)
@@ -1233,26 +1444,7 @@ zkl_sess_tls_report_failure(void)
 				 errhint("Name each server in zklock.hosts as its certificate does, or turn zklock.ssl_hostname_verification off for an ensemble whose certificates name no hosts.") :
 				 errhint("Check zklock.ssl_ca_file, zklock.ssl_crl_file and the servers' certificates.")));
 	}
-	if (tls_probe != NULL)
-	{
-		pthread_mutex_lock(&zkl_sess_sync_mu);
-		done = tls_probe->done;
-		if (done)
-		{
-			memcpy(detail, tls_probe->detail, sizeof(detail));
-			memcpy(server, tls_probe->server, sizeof(server));
-		}
-		pthread_mutex_unlock(&zkl_sess_sync_mu);
-		tls_probe_abandon();
-	}
-	if (detail[0] != '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not connect to ZooKeeper server \"%s\" over TLS",
-						server),
-				 errdetail("No server of \"%s\" completed a session within %d ms; with %s, %s.",
-						   zkl_hosts, zkl_connect_timeout, server, detail),
-				 errhint("Check zklock.ssl_ca_file, zklock.ssl_cert_file and the servers' secureClientPort and TLS settings.")));
+	done = tls_raise_probed();
 	ereport(ERROR,
 			(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 			 errmsg("could not connect to ZooKeeper at \"%s\" over TLS",

@@ -30,6 +30,7 @@
 #include "guc.h"
 #include "lockset.h"
 #include "stats.h"
+#include "tls_shared.h"
 
 ZKL_MODULE_MAGIC;
 
@@ -81,7 +82,10 @@ _PG_init(void)
 	zkl_preloaded = process_shared_preload_libraries_in_progress;
 	zkl_guc_define();
 	if (process_shared_preload_libraries_in_progress)
+	{
 		zkl_stats_init();
+		zkl_tls_shared_init();
+	}
 	zkl_prev_utility = ProcessUtility_hook;
 	ProcessUtility_hook = zkl_utility;
 	zkl_prev_object_access = object_access_hook;

@@ -85,7 +85,12 @@ sub tls_cluster
 }
 
 my $east = tls_cluster('east');
-my $west = tls_cluster('west');
+# west preloads zklock: its backends share the servers' TLS tickets.
+my $west = tls_cluster('west', sub {
+	my ($node) = @_;
+	$node->append_conf('postgresql.conf', "shared_preload_libraries = 'zklock'\n");
+	$node->start;
+});
 
 # --- exclusion across two clusters, and the hand-off
 my $ew = waiter($east);
@@ -125,6 +130,26 @@ my ($ret, $stdout, $stderr) = $east->psql('postgres',
 	"SELECT zk_lock('open-dir')", extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($stderr, qr/world:anyone may delete its children/,
 	'zklock refuses a directory with an open ACL over TLS too');
+
+# --- a new backend of west resumes a TLS session from the ticket a server
+# gave another backend (shared memory), with the same identity: it creates
+# in the directory that only certificate a may create in.  Each backend
+# connects to a server of the three at random; the first to reach one makes
+# a full handshake and keeps its ticket for the next.
+{
+	my $from = -s $west->logfile;
+	my ($resumed, $backends, $locked) = (0, 0, 0);
+	while (!$resumed && $backends < 12)
+	{
+		$backends++;
+		$locked++ if $west->safe_psql('postgres',
+			"SET zklock.log_sessions = on; SELECT zk_lock('tls'), zk_unlock('tls')") =~ /^\d+\|t$/;
+		my $log = slurp_file($west->logfile, $from);
+		$resumed = () = $log =~ /opened in .*\n.*; TLS: 1 handshake, 1 resumed\./g;
+	}
+	ok($resumed, "a new backend resumed a TLS session instead of a full handshake (backend $backends)");
+	is($locked, $backends, 'every backend, resumed or not, took a lock in identity a\'s directory');
+}
 
 # --- the next session after a reload uses new files: client b is another
 # identity, and a directory of client a's is not its own.
@@ -394,6 +419,30 @@ sub refused_fast
 		qr/DETAIL:  The server's certificate did not verify with zklock\.ssl_ca_file ".*ca\.pem": certificate has expired/,
 		'an expired server certificate is refused');
 	refused_fast('an expired certificate', $took);
+	$srv->stop;
+}
+
+# A server that speaks only TLS 1.3 (as 3.9 servers do by default) refuses
+# a client certificate after the handshake, at the first read: every
+# server closes at once.  The error still names the certificate, not
+# maxClientCnxns.
+{
+	my $srv = ZkEnsemble->new(
+		servers    => 1,
+		extra_conf => {
+			'ssl.enabledProtocols' => 'TLSv1.3',
+			'ssl.protocol'         => 'TLSv1.3',
+			'ssl.ciphersuites'     => 'TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384' },
+		tls        => {
+			keystore    => $certs->file('server.pem'),
+			truststore  => $ca,
+			client_cert => $a->{cert},
+			client_key  => $a->{key} });
+	my ($e) = try_with('zklock.hosts' => $srv->connect_string,
+		'zklock.ssl_cert_file' => $rogue->{cert}, 'zklock.ssl_key_file' => $rogue->{key});
+	like($e,
+		qr/ERROR:  08001: could not connect to ZooKeeper server "127\.0\.0\.1:\d+" over TLS\n.*(refused the client certificate|ended the connection).*rogue\.crt/,
+		'TLS 1.3 only: a client certificate the server does not trust is named, not maxClientCnxns');
 	$srv->stop;
 }
 

@@ -36,10 +36,17 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # zklock.so's dynamic table: nothing else in the backend can bind to them,
 # and the system's libzookeeper_mt, if another module loads it, cannot
 # clash with it.  README.md, "Development", says why not a shared library.
+#
+# zklock.so is linked with the distribution's hardening flags for the
+# linker (read-only relocations, bound at load: -z relro -z now), as
+# Debian's PostgreSQL packages are; a PostgreSQL built from source (18
+# here) passes none.  test/check_hardening.sh checks them.
 ZKLOCK_PG_CACHE ?= /var/cache/zklock
 ZKLOCK_ZKC ?= $(ZKLOCK_PG_CACHE)/zkc
+ZKLOCK_HARDEN_LDFLAGS := $(shell DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
+	dpkg-buildflags --get LDFLAGS 2>/dev/null || echo "-Wl,-z,relro -Wl,-z,now")
 SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
-	-lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL
+	-lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
 PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H \
 	-DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.

@@ -25,19 +25,43 @@
 # (zoo_set_io_completions, zoo_set_caller_sends); and zoo_add_auth refused
 # credentials between two connection attempts; and a request made as the
 # session expired could be recorded after the IO thread had answered every
-# pending one and ended, and was never answered.  The result is static and
+# pending one and ended, and was never answered.  test/zkc/README.md
+# documents each patch (what it fixes, its test, its upstream status).
+#
+# The library is built with Debian's hardening flags (dpkg-buildflags with
+# hardening=+all, as PostgreSQL's own packages are: -O2,
+# -D_FORTIFY_SOURCE=2, -fstack-protector-strong; test/check_hardening.sh
+# checks the objects) and with WANT_SOCK_CLOEXEC, so that its sockets and
+# wake-up pipe are close-on-exec.  The result is static and
 # position-independent
 # ($ZKLOCK_PG_CACHE/zkc/lib/libzookeeper.a, libhashtable.a, and the headers
 # under include/zookeeper), linked into zklock.so.  A stamp written last
-# names the source version and the patches: the next run with the same ones
-# does nothing.  Every step is bounded in time and says which step failed.
+# names the source version, the patches and the flags: the next run with
+# the same ones does nothing.  Every step is bounded in time and says which
+# step failed.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${ZKLOCK_PG_CACHE:-/var/cache/zklock}
 prefix="$cache/zkc"
 stamp="$prefix/.zklock-build-complete"
-want="zookeeper 3.8.0; patches $(cat "$top"/test/zkc/*.patch | cksum | cut -d' ' -f1)"
+
+# The distribution's flags, without the prefix maps of reproducible
+# builds (they name the directory dpkg-buildflags runs in).  CMake reads no
+# CPPFLAGS: they go in front of CFLAGS.
+flags() {
+	DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
+		dpkg-buildflags --get "$1"
+}
+if command -v dpkg-buildflags >/dev/null 2>&1; then
+	zkc_cflags="$(flags CPPFLAGS) $(flags CFLAGS)"
+	zkc_ldflags=$(flags LDFLAGS)
+else
+	zkc_cflags=""
+	zkc_ldflags=""
+fi
+cmake_opts="-DWITH_OPENSSL=ON -DWITH_CYRUS_SASL=OFF -DWANT_CPPUNIT=OFF -DWANT_SOCK_CLOEXEC=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+want="zookeeper 3.8.0; patches $(cat "$top"/test/zkc/*.patch | cksum | cut -d' ' -f1); CFLAGS $zkc_cflags; LDFLAGS $zkc_ldflags; $cmake_opts"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
 	[ -f "$prefix/lib/libzookeeper.a" ]; then
 	echo "$prefix"
@@ -62,8 +86,8 @@ log="$src/build.log"
 start=$(date +%s)
 
 # cmake and OpenSSL's headers to build it; dpkg-source to unpack Debian's
-# source with its patches; the zookeeper package for the jute compiler; a
-# JDK to run it.
+# source with its patches (and dpkg-buildflags); the zookeeper package for
+# the jute compiler; a JDK to run it.
 export DEBIAN_FRONTEND=noninteractive
 need=""
 for p in cmake libssl-dev dpkg-dev patch gcc make zookeeper default-jdk-headless; do
@@ -74,6 +98,12 @@ if [ -n "$need" ]; then
 	run 300 "apt-get update (the machine's own sources)" apt-get update -q
 	# shellcheck disable=SC2086
 	run 600 "apt-get install$need" apt-get install -y -q --no-install-recommends $need
+fi
+# dpkg-dev was missing when the flags were asked for: ask again.
+if [ -z "$zkc_cflags" ]; then
+	zkc_cflags="$(flags CPPFLAGS) $(flags CFLAGS)"
+	zkc_ldflags=$(flags LDFLAGS)
+	want="zookeeper 3.8.0; patches $(cat "$top"/test/zkc/*.patch | cksum | cut -d' ' -f1); CFLAGS $zkc_cflags; LDFLAGS $zkc_ldflags; $cmake_opts"
 fi
 jute=/usr/share/java/zookeeper-jute.jar
 [ -f "$jute" ] || { step="find the jute compiler"; fail "$jute is missing"; }
@@ -105,9 +135,11 @@ run 300 "generate zookeeper.jute.{c,h} (jute compiler)" java -cp "$jute" \
 	"$src/tree/zookeeper-jute/src/main/resources/zookeeper.jute"
 mkdir -p "$client/build"
 cd "$client/build"
-run 300 "cmake" cmake .. -DWITH_OPENSSL=ON -DWITH_CYRUS_SASL=OFF -DWANT_CPPUNIT=OFF \
-	-DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# shellcheck disable=SC2086
+run 300 "cmake" env CFLAGS="$zkc_cflags" LDFLAGS="$zkc_ldflags" cmake .. $cmake_opts
 run 900 "make zookeeper hashtable" make -j2 zookeeper hashtable
+grep -q '^#define SOCK_CLOEXEC_ENABLED 1' include/config.h ||
+	{ step="check the configuration"; fail "SOCK_CLOEXEC_ENABLED is not defined in include/config.h"; }
 nm libzookeeper.a 2>/dev/null | grep -q ' T zookeeper_init_ssl$' ||
 	{ step="check the library"; fail "no zookeeper_init_ssl in libzookeeper.a"; }
 

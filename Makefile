@@ -35,7 +35,7 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # (position-independent), and --exclude-libs keeps its symbols out of
 # zklock.so's dynamic table: nothing else in the backend can bind to them,
 # and the system's libzookeeper_mt, if another module loads it, cannot
-# clash with it.  README.md, "Development", says why not a shared library.
+# clash with it.  test/zkc/README.md says why not a shared library.
 #
 # zklock.so is linked with the distribution's hardening flags for the
 # linker (read-only relocations, bound at load: -z relro -z now), as

@@ -35,11 +35,18 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # (position-independent), and --exclude-libs keeps its symbols out of
 # zklock.so's dynamic table: nothing else in the backend can bind to them,
 # and the system's libzookeeper_mt, if another module loads it, cannot
-# clash with it.  README.md, "Development", says why not a shared library.
+# clash with it.  test/zkc/README.md says why not a shared library.
+#
+# zklock.so is linked with the distribution's hardening flags for the
+# linker (read-only relocations, bound at load: -z relro -z now), as
+# Debian's PostgreSQL packages are; a PostgreSQL built from source (18
+# here) passes none.  test/check_hardening.sh checks them.
 ZKLOCK_PG_CACHE ?= /var/cache/zklock
 ZKLOCK_ZKC ?= $(ZKLOCK_PG_CACHE)/zkc
+ZKLOCK_HARDEN_LDFLAGS := $(shell DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
+	dpkg-buildflags --get LDFLAGS 2>/dev/null || echo "-Wl,-z,relro -Wl,-z,now")
 SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
-	-lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL
+	-lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
 PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H \
 	-DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.
@@ -133,11 +140,17 @@ demo-stop:
 
 # Unit tests of the pure C helpers (no PostgreSQL, no ZooKeeper).
 # The owner parser reads data written by any client: it is fuzzed under
-# AddressSanitizer and UBSan.
-unit: test/unit/test_names test/unit/test_owner test/unit/test_hosts
+# AddressSanitizer and UBSan.  Then the tests of the C client's patches
+# (test/zkc/README.md): each a program linked with the built libzookeeper.a,
+# on loopback sockets of its own (no ZooKeeper server), some under
+# AddressSanitizer or with the linker's --wrap around a library call.
+ZKC_TESTS = test/zkc/test_init_ssl_leak test/zkc/test_endpoint_text \
+	test/zkc/test_host_list test/zkc/test_multi_mutex
+unit: test/unit/test_names test/unit/test_owner test/unit/test_hosts $(ZKC_TESTS)
 	@./test/unit/test_names
 	@./test/unit/test_owner
 	@./test/unit/test_hosts
+	@for t in $(ZKC_TESTS); do ./$$t || exit 1; done
 
 test/unit/test_names: test/unit/test_names.c test/unit/tap.h src/names.c src/names.h
 	$(CC) -Wall -Wextra -Werror -O1 -I src -o $@ test/unit/test_names.c src/names.c
@@ -150,10 +163,20 @@ test/unit/test_owner: test/unit/test_owner.c test/unit/tap.h src/owner.c src/own
 	$(CC) -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined \
 		-fno-sanitize-recover=all -I src -o $@ test/unit/test_owner.c src/owner.c
 
+ZKC_TEST_FLAGS_init_ssl_leak = -fsanitize=address
+ZKC_TEST_FLAGS_host_list = -fsanitize=address -Wl,--wrap=log_message
+ZKC_TEST_FLAGS_multi_mutex = \
+	-Wl,--wrap=pthread_mutex_init,--wrap=pthread_mutex_destroy,--wrap=pthread_mutex_lock
+test/zkc/test_%: test/zkc/test_%.c test/zkc/zkc_test.h test/unit/tap.h \
+		$(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h $(ZKLOCK_ZKC)/lib/libzookeeper.a
+	$(CC) -Wall -Wextra -Werror -O1 -g $(ZKC_TEST_FLAGS_$*) -DTHREADED -DHAVE_OPENSSL_H \
+		-I$(ZKLOCK_ZKC)/include -o $@ $< $(ZKLOCK_ZKC)/lib/libzookeeper.a \
+		$(ZKLOCK_ZKC)/lib/libhashtable.a -lssl -lcrypto -lpthread
+
 test: deps
 	@sh test/run_all.sh $(TEST_PG_CONFIGS)
 
 bench: deps
 	@sh bench/run.sh
 
-EXTRA_CLEAN = test/unit/test_names test/unit/test_owner test/unit/test_hosts results regression.diffs regression.out tmp_check src/.pg-build
+EXTRA_CLEAN = test/unit/test_names test/unit/test_owner test/unit/test_hosts $(ZKC_TESTS) results regression.diffs regression.out tmp_check src/.pg-build

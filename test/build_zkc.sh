@@ -13,31 +13,49 @@
 # $ZKLOCK_PG_CACHE/zkc-src): the machine's own apt sources stay as they are,
 # and the system's libzookeeper_mt is not touched.
 #
-# Debian's patches are applied (dpkg-source -x), then test/zkc/*.patch:
-# OpenSSL 3 has no FIPS_mode(); the 3.8.0 client's TLS handshake has no
-# time limit; and a session open resolved each (numeric) server address
-# twice with an interface dump each time, and looked up the user and host
-# for log lines below the level zklock sets; each request went out in two
-# sends (its length, then itself); and a server that never answers the
-# handshake held each connection attempt for two thirds of the session
-# timeout (zoo_set_connect_timeout bounds it); every answer crossed to a
-# completion thread and every request woke the IO thread through a pipe
-# (zoo_set_io_completions, zoo_set_caller_sends); and zoo_add_auth refused
-# credentials between two connection attempts; and a request made as the
-# session expired could be recorded after the IO thread had answered every
-# pending one and ended, and was never answered.  The result is static and
+# Debian's patches are applied (dpkg-source -x), then test/zkc/*.patch in
+# order: upstream's fixes that 3.8.0 lacks (named by their JIRA) and
+# zklock's own.  test/zkc/README.md documents each patch (what it fixes,
+# the test that fails without it, its upstream status).
+#
+# The library is built with Debian's hardening flags (dpkg-buildflags with
+# hardening=+all, as PostgreSQL's own packages are: -O2,
+# -D_FORTIFY_SOURCE=2, -fstack-protector-strong; test/check_hardening.sh
+# checks the objects) and with WANT_SOCK_CLOEXEC, so that its sockets (and,
+# with patch 0014, its wake-up pipe) are close-on-exec.  The result is static and
 # position-independent
 # ($ZKLOCK_PG_CACHE/zkc/lib/libzookeeper.a, libhashtable.a, and the headers
 # under include/zookeeper), linked into zklock.so.  A stamp written last
-# names the source version and the patches: the next run with the same ones
-# does nothing.  Every step is bounded in time and says which step failed.
+# names the source version, the patches and the flags: the next run with
+# the same ones does nothing.  Every step is bounded in time and says which
+# step failed.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${ZKLOCK_PG_CACHE:-/var/cache/zklock}
 prefix="$cache/zkc"
 stamp="$prefix/.zklock-build-complete"
-want="zookeeper 3.8.0; patches $(cat "$top"/test/zkc/*.patch | cksum | cut -d' ' -f1)"
+
+# The distribution's flags, without the prefix maps of reproducible
+# builds (they name the directory dpkg-buildflags runs in).  CMake reads no
+# CPPFLAGS: they go in front of CFLAGS.
+flags() {
+	DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
+		dpkg-buildflags --get "$1"
+}
+cmake_opts="-DWITH_OPENSSL=ON -DWITH_CYRUS_SASL=OFF -DWANT_CPPUNIT=OFF -DWANT_SOCK_CLOEXEC=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+# ask_flags: the flags, and the stamp that names them (no flags without
+# dpkg-buildflags: then the stamp cannot match a build made with them).
+ask_flags() {
+	zkc_cflags=""
+	zkc_ldflags=""
+	if command -v dpkg-buildflags >/dev/null 2>&1; then
+		zkc_cflags="$(flags CPPFLAGS) $(flags CFLAGS)"
+		zkc_ldflags=$(flags LDFLAGS)
+	fi
+	want="zookeeper 3.8.0; patches $(cat "$top"/test/zkc/*.patch | cksum | cut -d' ' -f1); CFLAGS $zkc_cflags; LDFLAGS $zkc_ldflags; $cmake_opts"
+}
+ask_flags
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
 	[ -f "$prefix/lib/libzookeeper.a" ]; then
 	echo "$prefix"
@@ -62,8 +80,8 @@ log="$src/build.log"
 start=$(date +%s)
 
 # cmake and OpenSSL's headers to build it; dpkg-source to unpack Debian's
-# source with its patches; the zookeeper package for the jute compiler; a
-# JDK to run it.
+# source with its patches (and dpkg-buildflags); the zookeeper package for
+# the jute compiler; a JDK to run it.
 export DEBIAN_FRONTEND=noninteractive
 need=""
 for p in cmake libssl-dev dpkg-dev patch gcc make zookeeper default-jdk-headless; do
@@ -75,6 +93,9 @@ if [ -n "$need" ]; then
 	# shellcheck disable=SC2086
 	run 600 "apt-get install$need" apt-get install -y -q --no-install-recommends $need
 fi
+# dpkg-dev may have been missing when the flags were asked for.
+ask_flags
+[ -n "$zkc_cflags" ] || { step="dpkg-buildflags"; fail "it gave no CFLAGS"; }
 jute=/usr/share/java/zookeeper-jute.jar
 [ -f "$jute" ] || { step="find the jute compiler"; fail "$jute is missing"; }
 
@@ -105,9 +126,11 @@ run 300 "generate zookeeper.jute.{c,h} (jute compiler)" java -cp "$jute" \
 	"$src/tree/zookeeper-jute/src/main/resources/zookeeper.jute"
 mkdir -p "$client/build"
 cd "$client/build"
-run 300 "cmake" cmake .. -DWITH_OPENSSL=ON -DWITH_CYRUS_SASL=OFF -DWANT_CPPUNIT=OFF \
-	-DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# shellcheck disable=SC2086
+run 300 "cmake" env CFLAGS="$zkc_cflags" LDFLAGS="$zkc_ldflags" cmake .. $cmake_opts
 run 900 "make zookeeper hashtable" make -j2 zookeeper hashtable
+grep -q '^#define SOCK_CLOEXEC_ENABLED 1' include/config.h ||
+	{ step="check the configuration"; fail "SOCK_CLOEXEC_ENABLED is not defined in include/config.h"; }
 nm libzookeeper.a 2>/dev/null | grep -q ' T zookeeper_init_ssl$' ||
 	{ step="check the library"; fail "no zookeeper_init_ssl in libzookeeper.a"; }
 

@@ -52,6 +52,9 @@ run_major() {
 	out=$(sh test/check_exports.sh zklock.so)
 	echo "$out"
 	count_tap "$out"
+	out=$(sh test/check_hardening.sh zklock.so)
+	echo "$out"
+	count_tap "$out"
 	out=$(sh test/check_layers.sh "$pgc")
 	echo "$out"
 	count_tap "$out"

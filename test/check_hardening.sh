@@ -6,7 +6,7 @@
 # (-D_FORTIFY_SOURCE: __sprintf_chk, ...) and check their stacks
 # (-fstack-protector-strong: __stack_chk_fail); zklock.so has read-only
 # relocations (-z relro: a GNU_RELRO segment) bound at load (-z now:
-# BIND_NOW).  Prints one TAP line per property.
+# BIND_NOW), and imports no select().  Prints one TAP line per property.
 #   sh test/check_hardening.sh [path/to/zklock.so [path/to/libzookeeper.a]]
 set -u
 
@@ -63,4 +63,9 @@ if asks '-z,now' LDFLAGS; then
 	readelf -dW "$so" 2>/dev/null | grep -qE '\(FLAGS\).*BIND_NOW|\(FLAGS_1\).*NOW'
 	result $((1 - $?)) "$so is bound at load (BIND_NOW)"
 fi
+# No select() and no fd_set anywhere: a backend's descriptors go past
+# FD_SETSIZE (the TLS handshake waits with poll, C client patch 0020).
+sel=$(nm -D --undefined-only "$so" 2>/dev/null | awk '$2 ~ /^(select|pselect|__fdelt_chk)(@|$)/ { print $2 }' | tr '\n' ' ' | sed 's/ $//')
+[ -z "$sel" ]
+result $((1 - $?)) "$so imports no select() and no fd_set check${sel:+: it imports $sel}"
 exit $failed

@@ -78,8 +78,9 @@ deb=$(ls "$dir"/dl/libzookeeper-java_3.9.3-*_all.deb 2>/dev/null | head -n 1)
 run 60 "dpkg-deb -x $(basename "$deb")" dpkg-deb -x "$deb" "$dir/pkg"
 
 step="read the jar's manifest"
-[ -f "$jars/zookeeper.jar" ] && [ -f "$jars/zookeeper-jute.jar" ] ||
+if [ ! -f "$jars/zookeeper.jar" ] || [ ! -f "$jars/zookeeper-jute.jar" ]; then
 	fail "no zookeeper.jar and zookeeper-jute.jar in $jars"
+fi
 tmp="$dir/manifest"
 rm -rf "$tmp"
 mkdir -p "$tmp"

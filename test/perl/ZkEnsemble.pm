@@ -214,7 +214,7 @@ sub connect_string
 
 sub port          { return $_[0]->_srv($_[1])->{client_port}; }
 sub server_count  { return $_[0]->{n}; }
-sub server_line    { return $_[0]->{server_line}; }
+sub server_line   { return $_[0]->{server_line}; }
 sub server_version { return $_[0]->{version}; }
 sub basedir       { return $_[0]->{basedir}; }
 sub pid           { return $_[0]->_srv($_[1])->{pid}; }

@@ -1,12 +1,15 @@
 # zklock: cluster-wide advisory locks backed by a ZooKeeper ensemble.
 #
 #   make deps       install what is missing from Debian's packages, build the
-#                   TLS-capable ZooKeeper C client (test/build_zkc.sh) (as root)
+#                   TLS-capable ZooKeeper C client (test/build_zkc.sh), unpack
+#                   the ZooKeeper 3.9 server the tests also run on
+#                   (test/zk39.sh) (as root)
 #   make            build (PGXS)
 #   make demo       ZooKeeper ensemble + two PostgreSQL clusters, see README
 #   make demo-stop  stop what make demo started
-#   make test       every test suite on PostgreSQL 15 and 18; ends with
-#                   "N passed, N failed"
+#   make test       every test suite on PostgreSQL 15 and 18 with ZooKeeper
+#                   3.8 servers, and four TAP tests on the last major again
+#                   with ZooKeeper 3.9 servers; ends with "N passed, N failed"
 #   make bench      benchmarks under bench/
 #
 # Which PostgreSQL: PG_CONFIG=/path/to/pg_config, as for any PGXS extension;
@@ -130,6 +133,7 @@ BUILD_MAJORS = $(patsubst $(ZKLOCK_PG_CACHE)/pg/%/bin/pg_config,%,$(filter $(ZKL
 deps:
 	@sh test/deps.sh
 	@sh test/build_zkc.sh >/dev/null
+	@sh test/zk39.sh >/dev/null
 	@for m in $(BUILD_MAJORS); do sh test/build_pg.sh $$m >/dev/null || exit 1; done
 
 demo: deps

@@ -5,6 +5,12 @@
 # one line "N passed, N failed", summed over every major.
 #   sh test/run_all.sh [PG_CONFIG...]
 #
+# The ZooKeeper servers are Debian 12's 3.8.0 (ZKLOCK_ZK_SERVER, default
+# 3.8; see test/perl/ZkEnsemble.pm).  On the last major given, the TAP
+# tests in ZK39_TESTS run once more against ZooKeeper 3.9 servers (trixie's
+# 3.9.3, unpacked by test/zk39.sh), counted like the others.  Each TAP
+# test's line names the server version that answered it.
+#
 # initdb refuses root, so when started as root the suites run as the
 # unprivileged user "postgres" in a copy of the tree under a temp dir (one
 # per major; kept when something failed).
@@ -15,6 +21,8 @@ cd "$top" || exit 1
 [ $# -eq 0 ] && set -- pg_config
 passed=0
 failed=0
+zk_line=${ZKLOCK_ZK_SERVER:-3.8}
+ZK39_TESTS="test/t/010_exclusion.pl test/t/040_failover.pl test/t/080_interop.pl test/t/170_tls.pl"
 count() { passed=$((passed + $1)); failed=$((failed + $2)); }
 # Count the "ok"/"not ok" lines of a TAP stream.
 count_tap() {
@@ -35,6 +43,55 @@ if [ "$(id -u)" -eq 0 ]; then
 else
 	as_user() { "$@"; }
 fi
+
+# run_tap LINE TEST...: TAP tests in $work on ZooKeeper servers of LINE.
+# Every assertion counts; a script that dies counts as one failure.
+# PostgreSQL::Test::Utils of 16 and later puts its files where TESTDATADIR
+# and TESTLOGDIR say (tmp_check, or tmp_check/zkLINE for the other server
+# line); 15's always under tmp_check.
+run_tap() {
+	line=$1
+	shift
+	data="$work/tmp_check"
+	[ "$line" = "$zk_line" ] || data="$work/tmp_check/zk$line"
+	as_user mkdir -p "$data"
+	# The loop's list is expanded once, before it runs: set -- in it is safe.
+	for t in "$@"; do
+		rm -rf tmp_check/t_* "$data"/t_*
+		# A test whose name ends in _dns runs in test/dns_jail.sh (root only:
+		# a mount namespace with a resolver that never answers).
+		jail=
+		case $t in *_dns.pl) [ "$(id -u)" -eq 0 ] && jail="sh test/dns_jail.sh" ;; esac
+		set -- env PATH="$path" PG_REGRESS="$pgxs/../test/regress/pg_regress" \
+			TESTDATADIR="$data" TESTLOGDIR="$data/log" \
+			ZKLOCK_PG_CACHE="${ZKLOCK_PG_CACHE:-/var/cache/zklock}" \
+			ZKLOCK_ZK_SERVER="$line" \
+			prove -v -I "$pgxs/../test/perl" -I test/perl "$t"
+		if [ -n "$jail" ]; then
+			out=$($jail runuser -u postgres -- "$@" 2>&1)
+		else
+			out=$(as_user "$@" 2>&1)
+		fi
+		echo "$out" | grep -vE '^(# |ok )' | head -n 100
+		echo "$out" | grep -E '^# checker:'
+		ok=$(echo "$out" | grep -cE '^ok [0-9]')
+		nok=$(echo "$out" | grep -cE '^not ok [0-9]')
+		skip=$(echo "$out" | grep -cE '^ok [0-9]+ # skip')
+		# ZkEnsemble notes the version of the servers it started.
+		zk=$(echo "$out" | sed -n 's/^# ZkEnsemble: ZooKeeper \([0-9.]*\).*/\1/p' |
+			sort -u | tr '\n' ' ')
+		echo "$t: $ok ok ($skip of them skipped), $nok not ok${zk:+ [ZooKeeper ${zk% }]}"
+		echo "$out" | grep -qE '^Result: PASS' || [ "$nok" -gt 0 ] || nok=1
+		# As root everything a test needs can be had (the DNS jail, ptrace for
+		# gdb): a file that skips as a whole there has tested nothing.
+		if [ "$(id -u)" -eq 0 ] && echo "$out" | grep -qE '^1\.\.0 # SKIP'; then
+			echo "$t: skipped as root, counted as a failure"
+			nok=$((nok + 1))
+		fi
+		count "$ok" "$nok"
+		[ "$nok" -gt 0 ] && ls "$data/log" 2>/dev/null | head -n 20
+	done
+}
 
 # run_major PG_CONFIG: every suite that needs PostgreSQL, on that one.
 run_major() {
@@ -83,40 +140,21 @@ run_major() {
 	echo "$out" | grep -qE 'tests passed|tests failed' || count 0 1
 	[ -f regression.diffs ] && head -n 200 regression.diffs
 
-	# TAP: every assertion counts; a script that dies counts as one failure.
-	# PostgreSQL::Test::Utils of 16 and later puts its files where
-	# TESTDATADIR and TESTLOGDIR say; 15's always under tmp_check.
 	rm -rf tmp_check
-	for t in test/t/*.pl; do
-		rm -rf tmp_check/t_*
-		# A test whose name ends in _dns runs in test/dns_jail.sh (root only:
-		# a mount namespace with a resolver that never answers).
-		jail=
-		case $t in *_dns.pl) [ "$(id -u)" -eq 0 ] && jail="sh test/dns_jail.sh" ;; esac
-		set -- env PATH="$path" PG_REGRESS="$pgxs/../test/regress/pg_regress" \
-			TESTDATADIR="$work/tmp_check" TESTLOGDIR="$work/tmp_check/log" \
-			prove -v -I "$pgxs/../test/perl" -I test/perl "$t"
-		if [ -n "$jail" ]; then
-			out=$($jail runuser -u postgres -- "$@" 2>&1)
+	echo "== TAP on ZooKeeper $zk_line servers"
+	run_tap "$zk_line" test/t/*.pl
+	# The other server line, on the last major only (make test's time).
+	if [ "$pgc" = "$last_pgc" ] && [ "$zk_line" = 3.8 ]; then
+		# shellcheck disable=SC2086
+		echo "== TAP on ZooKeeper 3.9 servers:" $ZK39_TESTS
+		if sh "$top/test/zk39.sh" >/dev/null; then
+			# shellcheck disable=SC2086
+			run_tap 3.9 $ZK39_TESTS
 		else
-			out=$(as_user "$@" 2>&1)
+			echo "no ZooKeeper 3.9 server (test/zk39.sh failed)"
+			count 0 1
 		fi
-		echo "$out" | grep -vE '^(# |ok )' | head -n 100
-		echo "$out" | grep -E '^# checker:'
-		ok=$(echo "$out" | grep -cE '^ok [0-9]')
-		nok=$(echo "$out" | grep -cE '^not ok [0-9]')
-		skip=$(echo "$out" | grep -cE '^ok [0-9]+ # skip')
-		echo "$t: $ok ok ($skip of them skipped), $nok not ok"
-		echo "$out" | grep -qE '^Result: PASS' || [ "$nok" -gt 0 ] || nok=1
-		# As root everything a test needs can be had (the DNS jail, ptrace for
-		# gdb): a file that skips as a whole there has tested nothing.
-		if [ "$(id -u)" -eq 0 ] && echo "$out" | grep -qE '^1\.\.0 # SKIP'; then
-			echo "$t: skipped as root, counted as a failure"
-			nok=$((nok + 1))
-		fi
-		count "$ok" "$nok"
-		[ "$nok" -gt 0 ] && ls tmp_check/log 2>/dev/null | head -n 20
-	done
+	fi
 	if [ "$work" != "$top" ]; then
 		if [ "$failed" -eq "$failed_before" ]; then
 			rm -rf "$work"
@@ -126,6 +164,7 @@ run_major() {
 	fi
 }
 
+for last_pgc in "$@"; do :; done
 for pgc in "$@"; do
 	start=$(date +%s)
 	run_major "$pgc"

@@ -23,9 +23,20 @@ ZkEnsemble - start a real Apache ZooKeeper ensemble for tests and demos
 
 Modelled on PostgreSQL's src/test/ldap/LdapServer.pm: run an external server
 from the distribution's packages on free loopback ports, and make sure it is
-gone when the test ends.  Uses Debian's zookeeper jars (/usr/share/java) and
-only core Perl modules, so shell scripts can use it through
-test/zk_ensemble.pl without the PostgreSQL test modules.
+gone when the test ends.  Uses Debian's zookeeper jars and only core Perl
+modules, so shell scripts can use it through test/zk_ensemble.pl without the
+PostgreSQL test modules.
+
+Two server lines: 3.8 (the default), Debian 12's 3.8.0 in /usr/share/java;
+and 3.9, Debian trixie's 3.9.3, whose jars test/zk39.sh unpacks under
+$ZKLOCK_PG_CACHE/zk39 (default /var/cache/zklock) and which runs on
+bookworm's libraries.  The environment variable ZKLOCK_ZK_SERVER (3.8 or
+3.9) chooses the line for every ensemble a process starts; the
+server_line argument of new overrides it.  Once the servers serve, each
+one's C<srvr> version must be of that line, or start dies; under
+Test::More it notes the version that serves ("# ZkEnsemble: ZooKeeper
+3.9.3 ...").  ZK_CLASSPATH replaces the line's class path (the version
+check still applies).
 
 Each server runs in its own session (setsid), so signals go to the process
 group, and every signal is sent only to a PID this module recorded, after
@@ -53,8 +64,6 @@ use Time::HiRes qw(sleep time);
 our $VERSION = '1.0';
 
 my $JAVA = $ENV{ZK_JAVA} || 'java';
-my $CLASSPATH = $ENV{ZK_CLASSPATH}
-  || '/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar';
 my $MAIN_STANDALONE = 'org.apache.zookeeper.server.ZooKeeperServerMain';
 my $MAIN_QUORUM     = 'org.apache.zookeeper.server.quorum.QuorumPeerMain';
 
@@ -94,6 +103,8 @@ required, ZooKeeper's x509 authentication provider) on the port that
 connect_string and port name; four-letter words then go over TLS with
 client_cert and client_key (IO::Socket::SSL).
 
+server_line: '3.8' or '3.9' (default: $ENV{ZKLOCK_ZK_SERVER}, else '3.8').
+
 =cut
 
 sub new
@@ -113,9 +124,12 @@ sub new
 			TMPDIR => 1, CLEANUP => 1);
 	}
 
+	my $line = $args{server_line} || $ENV{ZKLOCK_ZK_SERVER} || '3.8';
 	my $self = bless {
 		n             => $n,
 		basedir       => $basedir,
+		server_line   => $line,
+		classpath     => _server_classpath($line),
 		tick_time     => $args{tick_time} // 200,
 		extra_conf    => { %{ $args{extra_conf} // {} } },
 		jvm_opts      => $args{jvm_opts} // '',
@@ -144,7 +158,8 @@ sub new
 
 Start every server that is not running and wait until all answer and (for a
 quorum) exactly one is leader, the others followers.  Dies with the tail of
-the server logs on failure.
+the server logs on failure, or when a server's version is not of the line
+asked for.
 
 =cut
 
@@ -169,6 +184,11 @@ sub start
 	$self->_die_with_logs("ZooKeeper ensemble did not come up within "
 		  . "$self->{start_timeout} s")
 	  unless $ok;
+	$self->_check_line($_) for 1 .. $self->{n};
+	_note("ZkEnsemble: ZooKeeper $self->{version} (line $self->{server_line}"
+		  . ($ENV{ZK_CLASSPATH} ? ', ZK_CLASSPATH' : '') . "), "
+		  . "$self->{n} server" . ($self->{n} > 1 ? 's' : '')
+		  . ($self->{tls} ? ', TLS' : '') . ": " . $self->connect_string);
 	return 1;
 }
 
@@ -177,7 +197,9 @@ sub start
 =item $zk->connect_string, $zk->port($i), $zk->server_count
 
 Connect string "127.0.0.1:p1,...", the client port of server $i (1..N), the
-number of servers.  Also: $zk->basedir, $zk->pid($i) (undef once this
+number of servers.  Also: $zk->server_line ('3.8' or '3.9'),
+$zk->server_version (what the servers' srvr said, e.g. '3.9.3'; undef
+before start), $zk->basedir, $zk->pid($i) (undef once this
 process reaped it), $zk->log_file($i), $zk->log_tail($i, $lines),
 $zk->is_running($i), $zk->is_paused($i).
 
@@ -192,6 +214,8 @@ sub connect_string
 
 sub port          { return $_[0]->_srv($_[1])->{client_port}; }
 sub server_count  { return $_[0]->{n}; }
+sub server_line   { return $_[0]->{server_line}; }
+sub server_version { return $_[0]->{version}; }
 sub basedir       { return $_[0]->{basedir}; }
 sub pid           { return $_[0]->_srv($_[1])->{pid}; }
 sub log_file      { return $_[0]->_srv($_[1])->{log}; }
@@ -372,6 +396,7 @@ sub restart_server
 		});
 	$self->_die_with_logs("server $i did not rejoin within $timeout s", $i)
 	  unless $ok;
+	$self->_check_line($i);
 	return 1;
 }
 
@@ -486,6 +511,7 @@ sub save_state
 		n         => $self->{n},
 		basedir   => $self->{basedir},
 		tick_time => $self->{tick_time},
+		server_line => $self->{server_line},
 		($self->{tls} ? (tls => $self->{tls}) : ()),
 		servers   => [
 			map {
@@ -512,6 +538,7 @@ sub attach
 		n             => $state->{n},
 		basedir       => $state->{basedir},
 		tick_time     => $state->{tick_time},
+		server_line   => $state->{server_line} // '3.8',
 		tls           => $state->{tls},
 		start_timeout => 60,
 		owner_pid     => $$,
@@ -558,6 +585,53 @@ sub _connect
 		SSL_cert_file       => $tls->{client_cert},
 		SSL_key_file        => $tls->{client_key},
 		SSL_verify_mode     => 0);    # a liveness check, whatever the certificate
+}
+
+# The class path of a server line.  3.8: Debian 12's jars.  3.9: trixie's
+# 3.9.3 jars from test/zk39.sh; its jar's manifest names the same
+# /usr/share/java libraries as 3.8.0's, bookworm's 3.8.0 jute jar among
+# them, and the JVM searches a manifest's class path right after the jar
+# that names it: the 3.9.3 jute jar goes first, or the server runs with
+# 3.8.0's records.
+sub _server_classpath
+{
+	my ($line) = @_;
+	croak "unknown ZooKeeper server line '$line' (ZKLOCK_ZK_SERVER): 3.8 or 3.9"
+	  unless $line eq '3.8' || $line eq '3.9';
+	return $ENV{ZK_CLASSPATH} if $ENV{ZK_CLASSPATH};
+	return '/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar'
+	  if $line eq '3.8';
+	my $jars = ($ENV{ZKLOCK_PG_CACHE} || '/var/cache/zklock')
+	  . '/zk39/pkg/usr/share/java';
+	croak "no ZooKeeper 3.9 server jars in $jars: "
+	  . "run 'sh test/zk39.sh' as root (make deps does)"
+	  unless -r "$jars/zookeeper.jar" && -r "$jars/zookeeper-jute.jar";
+	return "$jars/zookeeper-jute.jar:$jars/zookeeper.jar:"
+	  . '/usr/share/java/slf4j-simple.jar';
+}
+
+# Server $i must run the line asked for: its srvr names the version.
+sub _check_line
+{
+	my ($self, $i) = @_;
+	my $r = $self->_four_letter_sure($i, 'srvr');
+	my ($v) = $r =~ /^Zookeeper version:\s*(\d+\.\d+\.\d+)/m;
+	$self->_die_with_logs("server $i does not name its version in srvr: $r", $i)
+	  unless defined $v;
+	$self->_die_with_logs("server $i is ZooKeeper $v, not of the "
+		  . "$self->{server_line} line asked for", $i)
+	  unless index($v, "$self->{server_line}.") == 0;
+	$self->{version} = $v;
+	return;
+}
+
+# A note in the TAP stream when the caller is a test (Test::More loaded);
+# shell scripts (test/zk_ensemble.pl) print only what they print.
+sub _note
+{
+	my ($msg) = @_;
+	Test::More::note($msg) if defined &Test::More::note;
+	return;
 }
 
 sub _srv
@@ -799,7 +873,7 @@ sub _write_config
 		@jvm_props,
 		split(' ', $self->{jvm_opts}),
 		# The jar's manifest lacks netty-codec, which the TLS handshake needs.
-		'-cp', $CLASSPATH . ($self->{tls} ? ':/usr/share/java/netty-codec.jar' : ''),
+		'-cp', $self->{classpath} . ($self->{tls} ? ':/usr/share/java/netty-codec.jar' : ''),
 		$self->{n} == 1 ? $MAIN_STANDALONE : $MAIN_QUORUM,
 		$s->{cfg} ];
 	return;

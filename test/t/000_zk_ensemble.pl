@@ -72,6 +72,19 @@ is($zk->four_letter($_, 'ruok'), 'imok', "server $_ answers ruok") for 1 .. 3;
 is($zk->total_watches, 0, 'no watches yet');
 is_deeply($zk->watches_by_path, {}, 'no watched paths yet');
 
+# The server line (ZKLOCK_ZK_SERVER): the servers that answer are of it,
+# and servers of another line than the one asked for are an error.
+is($zk->server_line, $ENV{ZKLOCK_ZK_SERVER} || '3.8', 'the server line asked for');
+like($zk->server_version, qr/^\Q${\ $zk->server_line}\E\.\d+$/,
+	'the servers answer with a version of that line');
+{
+	local $ENV{ZK_CLASSPATH} =
+	  '/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar';
+	my $other = eval { ZkEnsemble->new(servers => 1, server_line => '3.9') };
+	like($@, qr/^server 1 is ZooKeeper 3\.8\.\d+, not of the 3\.9 line asked for/,
+		"3.8.0's jars started as line 3.9: start dies naming both");
+}
+
 # Kill the leader: one of the two others must take over.
 my $old = $zk->leader;
 ok(defined $old, "leader is server $old");

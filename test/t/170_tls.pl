@@ -236,12 +236,17 @@ $west->reload;
 	make_path($classes);
 	ok(run_log([ 'javac', '-nowarn', '-d', $classes, '-cp', $jars,
 		"$FindBin::Bin/../interop/LockPeer.java" ]), 'the Curator peer compiles');
+	# ZooKeeper 3.9 servers speak only TLS 1.3 by default (ZOOKEEPER-4415),
+	# bookworm's 3.8.0 Java client only TLS 1.2 unless its protocol is set
+	# (ZOOKEEPER-5053): against 3.9 the peer asks for TLS 1.3.
+	my @protocol =
+	  $zk->server_line eq '3.9' ? ('-Dzookeeper.ssl.protocol=TLSv1.3') : ();
 	my $p = { name => 'curator-tls', in => '', out => '' };
 	$p->{h} = IPC::Run::start(
 		[
 			'java', '-Xmx128m', '-XX:TieredStopAtLevel=1',
 			'-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty',
-			'-Dzookeeper.client.secure=true',
+			'-Dzookeeper.client.secure=true', @protocol,
 			'-Dzookeeper.ssl.keyStore.location=' . $certs->file('a.pem'),
 			'-Dzookeeper.ssl.keyStore.type=PEM',
 			"-Dzookeeper.ssl.trustStore.location=$ca",

@@ -147,7 +147,15 @@ like($stderr, qr/world:anyone may delete its children/,
 		my $log = slurp_file($west->logfile, $from);
 		$resumed = () = $log =~ /opened in .*\n.*; TLS: 1 handshake, 1 resumed\./g;
 	}
-	ok($resumed, "a new backend resumed a TLS session instead of a full handshake (backend $backends)");
+	SKIP:
+	{
+		# Checked with openssl s_client: a 3.9.3 server gives a ticket and
+		# never accepts it (a 3.8.0 server resumes TLS 1.2 and 1.3 sessions).
+		skip 'ZooKeeper 3.9.3 servers do not resume TLS sessions', 1
+		  if $zk->server_line eq '3.9';
+		ok($resumed,
+			"a new backend resumed a TLS session instead of a full handshake (backend $backends)");
+	}
 	is($locked, $backends, 'every backend, resumed or not, took a lock in identity a\'s directory');
 }
 

@@ -367,6 +367,7 @@ run_one() {
 	$PY "$B/zkstat.py" "$HOSTS" reset >/dev/null 2>&1
 	srv_at=$(server_ticks)
 	log_at=$(stat -c %s "$W/pgzk.log" 2>/dev/null || echo 0)
+	tls_log_at=$(stat -c %s "$W/pgtls.log" 2>/dev/null || echo 0)
 	# In the background, so that a signal to this script runs the trap at
 	# once; timeout signals the contender's whole process group.
 	timeout -k 5 "$limit" "$@" >"$out.log" 2>&1 &
@@ -377,6 +378,10 @@ run_one() {
 	BG_PIDS=$(echo "$BG_PIDS" | sed "s/ $cur\b//")
 	$PY "$B/zkstat.py" "$HOSTS" maxlat >"$out.zk" 2>/dev/null || rm -f "$out.zk"
 	echo "server_cpu_us=$((($(server_ticks) - srv_at) * 1000000 / CLK_TCK))" >"$out.srv"
+	if [ "$fig.$who" = cron.zklock-tls ]; then
+		# the TLS cluster logs every open: this run's, for the breakdown
+		tail -c +$((tls_log_at + 1)) "$W/pgtls.log" >"$out.sessions" 2>/dev/null
+	fi
 	if [ "$fig.$who" = cron.zklock-trace ]; then
 		# zklock.log_sessions: every open and close of the run (the last
 		# backends close after their client has gone: wait, bounded)
@@ -515,9 +520,13 @@ echo "region_rounds_done=$region_rounds_done" >>"$R/meta"
 # ---------------------------------------------------------------- TLS
 # zklock over TLS (zklock.ssl): a second ensemble that serves only a secure
 # client port (client certificates required, the x509 identity), and a
-# cluster "pgtls" whose backends present a client certificate.  The plain
-# and the TLS form alternate over TLS_ROUNDS rounds: the uncontended cycle,
-# and the cron-job pattern (a new session each sample: the handshake shows).
+# cluster "pgtls" whose backends present a client certificate, with zklock
+# preloaded (its backends share the servers' TLS tickets) and every session
+# logged (zklock.log_sessions: where an open's time goes, and whether its
+# handshake resumed).  The plain and the TLS form alternate over TLS_ROUNDS
+# rounds: the uncontended cycle (plain: pgzk), and the cron-job pattern (a
+# new session each sample: the handshake shows; plain: the preloaded
+# cluster "central", so that both sides preload).
 TLS_ROUNDS=2
 tls_rounds_done=0
 say "starting a TLS-only 3-server ensemble and cluster \"pgtls\""
@@ -535,7 +544,9 @@ if [ -n "$TLS_HOSTS" ]; then
 zklock.ssl = on
 zklock.ssl_ca_file = '$W/pgcerts/ca.pem'
 zklock.ssl_cert_file = '$W/pgcerts/a.crt'
-zklock.ssl_key_file = '$W/pgcerts/a.key'" || TLS_HOSTS=""
+zklock.ssl_key_file = '$W/pgcerts/a.key'
+zklock.log_sessions = on
+shared_preload_libraries = 'zklock'" || TLS_HOSTS=""
 fi
 if [ -n "$TLS_HOSTS" ]; then
 	CI_TLS="host=127.0.0.1 port=$TLS_PORT user=postgres dbname=postgres"
@@ -543,7 +554,11 @@ if [ -n "$TLS_HOSTS" ]; then
 	while [ $r -le $TLS_ROUNDS ]; do
 		for who in $(rotate $((r - 1)) zklock zklock-tls); do
 			run_one cycle "$who" "t$r"
-			run_one cron "$who" "t$r"
+			if [ "$who" = zklock ]; then
+				run_one cron zklock-preloaded "t$r"
+			else
+				run_one cron "$who" "t$r"
+			fi
 		done
 		tls_rounds_done=$r
 		r=$((r + 1))

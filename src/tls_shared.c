@@ -84,6 +84,17 @@ tls_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+/* Never ask for a passphrase: the postmaster has no one to ask. */
+static int
+tls_no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void) buf;
+	(void) size;
+	(void) rwflag;
+	(void) u;
+	return -1;
+}
+
 /*
  * Read a PEM file of a setting and drop what it held: the decoders it
  * needs are then ready in every backend.  Quietly nothing on failure (the
@@ -103,7 +114,7 @@ tls_warm_file(const char *setting_value, bool key)
 	if (bio != NULL)
 	{
 		if (key)
-			EVP_PKEY_free(PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL));
+			EVP_PKEY_free(PEM_read_bio_PrivateKey(bio, NULL, tls_no_passphrase, NULL));
 		else
 			X509_free(PEM_read_bio_X509(bio, NULL, NULL, NULL));
 		BIO_free(bio);

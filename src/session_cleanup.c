@@ -48,6 +48,8 @@ typedef struct ZklCleanup
 static ZklCleanup *zkl_cleanups = NULL;
 static uint64 zkl_cleanups_queued = 0;	/* seq of the last clean-up queued */
 static void (*zkl_cleanup_delete_hook) (const ZklStamp *sent) = NULL;
+static char *zkl_cleanup_denied = NULL; /* first delete refused, unreported */
+static int	zkl_cleanup_ndenied = 0;
 
 /*
  * Entries whose send failed with ZMARSHALLINGERROR: the library may hold
@@ -97,9 +99,24 @@ session_cleanup_free(ZklCleanup *c)
 	free(c);
 }
 
+/* Append an entry to a list: entries go out in the order queued. */
+static void
+session_cleanup_append(ZklCleanup **list, ZklCleanup *c)
+{
+	ZklCleanup **p = list;
+
+	while (*p)
+		p = &(*p)->next;
+	c->next = NULL;
+	*p = c;
+}
+
 /*
  * Queue a clean-up.  Caller holds mu.  Returns false only when out of
- * memory; the node then goes with the session.
+ * memory; the node then goes with the session.  Entries are sent in the
+ * order queued, after a reconnect too, and ZooKeeper runs one session's
+ * requests in order: a delete queued after another is carried out after
+ * it (a deadlock claim after its victim's node).
  */
 bool
 zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
@@ -111,8 +128,7 @@ zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
 	if (c == NULL)
 		return false;
 	zkl_cleanups_queued++;
-	c->next = zkl_cleanups;
-	zkl_cleanups = c;
+	session_cleanup_append(&zkl_cleanups, c);
 	return true;
 }
 
@@ -154,14 +170,33 @@ zkl_sess_cleanup_drop_all_locked(void)
 		zkl_cleanup_limbo = c->next;
 		session_cleanup_free(c);
 	}
+	free(zkl_cleanup_denied);
+	zkl_cleanup_denied = NULL;
+	zkl_cleanup_ndenied = 0;
+}
+
+/*
+ * A delete the ensemble refused (ZNOAUTH: the directory's ACL lets this
+ * session create children but not delete them).  The node stays until
+ * the session ends; remember it for the caller to report.  Caller holds
+ * mu.
+ */
+static void
+session_cleanup_denied(ZklCleanup *c)
+{
+	if (zkl_cleanup_ndenied++ == 0)
+		zkl_cleanup_denied = strdup(c->path);
 }
 
 /*
  * Settle one answered entry: done unless the connection was lost, in
- * which case it goes again after the reconnect.  Expiry and close remove
- * the session's nodes and watches anyway; ZNOWATCHER means the watch fired
- * first.  An entry in limbo was never sent: its completion only frees it.
- * Caller holds mu.
+ * which case it goes again after the reconnect.  ZSESSIONMOVED counts as
+ * a connection loss: the session moved to another server, which did not
+ * carry the request out, and this server closes the connection.  Expiry
+ * and close remove the session's nodes and watches anyway; ZNOWATCHER
+ * means the watch fired first.  A delete refused with ZNOAUTH is done,
+ * and noted.  An entry in limbo was never sent: its completion only
+ * frees it.  Caller holds mu.
  */
 static void
 session_cleanup_answered(ZklCleanup *c, int rc)
@@ -174,7 +209,9 @@ session_cleanup_answered(ZklCleanup *c, int rc)
 	zkl_sess_state_answered_locked();
 	if (rc == ZOK && c->kind == ZKL_CLEAN_DELETE && zkl_cleanup_delete_hook)
 		zkl_cleanup_delete_hook(&c->sent);
-	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST)
+	if (rc == ZNOAUTH && c->kind == ZKL_CLEAN_DELETE)
+		session_cleanup_denied(c);
+	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST || rc == ZSESSIONMOVED)
 		c->in_flight = false;
 	else
 		session_drop_cleanup(c);
@@ -292,8 +329,7 @@ session_cleanup_to_limbo(ZklCleanup *c)
 	zkl_cleanup_limbo = c;
 	if (copy == NULL)
 		return;					/* the node goes with the session */
-	copy->next = zkl_cleanups;
-	zkl_cleanups = copy;
+	session_cleanup_append(&zkl_cleanups, copy);
 }
 
 /*
@@ -411,4 +447,29 @@ void
 zkl_session_unwatch_children(const char *path)
 {
 	session_unwatch(ZKL_CLEAN_UNWATCH_CHILDREN, path);
+}
+
+/*
+ * The first delete the ensemble refused since the last call (palloc'd;
+ * NULL if none, or if it could not be kept), with how many were refused
+ * in *count.  Main thread.
+ */
+char *
+zkl_session_take_denied(int *count)
+{
+	char	   *first;
+	char	   *path = NULL;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	*count = zkl_cleanup_ndenied;
+	first = zkl_cleanup_denied;
+	zkl_cleanup_denied = NULL;
+	zkl_cleanup_ndenied = 0;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (first != NULL)
+	{
+		path = pstrdup(first);
+		free(first);
+	}
+	return path;
 }

@@ -175,7 +175,7 @@ extern bool zkl_sess_lease_lost_locked(void);
 extern void zkl_sess_lease_mark_lost_locked(void);
 extern void zkl_sess_lease_wake_locked(void);
 extern void zkl_sess_lease_reset_locked(void);
-extern void zkl_sess_lease_start(void);
+extern bool zkl_sess_lease_start(void);
 extern void zkl_sess_lease_stop(void);
 
 /* session_request.c */

@@ -118,6 +118,8 @@ session_record_locked(zhandle_t *zh, int state)
 	}
 	zkl_sess_state_record_locked(state, timeout, id);
 	session_count_state_locked(state);
+	if (state == ZOO_CONNECTED_STATE)
+		zkl_sess_cleanup_rearm_locked();
 	if (zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked())
 		zkl_sess_lease_mark_lost_locked();
 	zkl_sess_request_session_event_locked();

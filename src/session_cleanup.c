@@ -15,6 +15,19 @@
  * A delete's answer is a write the quorum committed; the lease, above
  * this file, registers to hear of it (zkl_sess_cleanup_on_delete).
  *
+ * A sweep looks for the node of a create whose reply was lost: a sync
+ * (through the leader), then the listing, back to back, so that the
+ * listing shows every create the leader committed before.  A create can
+ * still land later, from a connection of the session that the client
+ * gave up but a server had not read yet (a server paused with the
+ * request in its socket, as in a whole-ensemble pause): that server moves
+ * the session to itself, and the connection in use is closed on its next
+ * request.  So a sweep stays armed after its listing, and lists again
+ * after every reconnect, until the session has an answer to a write sent
+ * after that listing (zkl_sess_cleanup_write_answered_locked: a create,
+ * a delete or a lease proof committed while this connection owned the
+ * session).
+ *
  * A release is synchronous when its caller then waits, on the main
  * thread, until every delete queued before the wait is answered (see
  * zkl_session_await_releases in session.c): the deletes of one statement
@@ -42,6 +55,8 @@ typedef struct ZklCleanup
 	char	   *prefix;
 	uint64		seq;			/* order of queuing: releases wait by it */
 	ZklStamp	sent;
+	bool		armed;			/* a sweep listed: again after a reconnect */
+	ZklStamp	listed;			/* when its last listing was sent */
 } ZklCleanup;
 
 /* Under mu. */
@@ -244,6 +259,34 @@ session_cleanup_done(int rc, const void *data)
 	zkl_sess_sync_kick();
 }
 
+/* A sweep's sync: its listing, sent right after it, carries the answer. */
+static void
+session_cleanup_synced(int rc, const char *value, const void *data)
+{
+	(void) rc;
+	(void) value;
+	(void) data;
+}
+
+/*
+ * A sweep's listing was answered (the directory listed or gone): keep the
+ * sweep armed, not sent again until the next reconnect.  An entry in limbo
+ * was never sent: its completion only frees it.  Caller holds mu.
+ */
+static void
+session_cleanup_arm(ZklCleanup *c)
+{
+	if (session_cleanup_unlink(&zkl_cleanup_limbo, c))
+	{
+		session_cleanup_free(c);
+		return;
+	}
+	zkl_sess_state_answered_locked();
+	c->armed = true;
+	c->in_flight = true;
+	c->listed = c->sent;
+}
+
 /*
  * A sweep's listing: queue deletes of the children with our prefix.  One
  * answered before its send returned goes again (its listing is not kept).
@@ -279,7 +322,10 @@ session_cleanup_listed(int rc, const struct String_vector *strings,
 			free(path);
 		}
 	}
-	session_cleanup_answered(c, rc);
+	if (rc == ZOK || rc == ZNONODE)
+		session_cleanup_arm(c);
+	else
+		session_cleanup_answered(c, rc);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (rc == ZOK)
 		zkl_sess_cleanup_issue();
@@ -293,7 +339,15 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 	switch (c->kind)
 	{
 		case ZKL_CLEAN_SWEEP:
-			return zoo_aget_children(zh, c->path, 0, session_cleanup_listed, c);
+			{
+				int			rc = zoo_async(zh, c->path, session_cleanup_synced,
+										   NULL);
+
+				if (rc != ZOK)
+					return rc;
+				return zoo_aget_children(zh, c->path, 0,
+										 session_cleanup_listed, c);
+			}
 		case ZKL_CLEAN_UNWATCH:
 
 			/*
@@ -385,6 +439,7 @@ zkl_sess_cleanup_issue(void)
 		}
 		c->in_flight = true;
 		c->sending = true;
+		c->armed = false;		/* armed again when its listing is answered */
 		zkl_stamp_now(&c->sent);
 		zkl_sess_state_sent_locked();
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
@@ -413,6 +468,39 @@ zkl_sess_cleanup_pending_locked(uint64 mark)
 		if (c->kind == ZKL_CLEAN_DELETE && c->seq <= mark)
 			return true;
 	return false;
+}
+
+/*
+ * The session is connected again: armed sweeps list again (a create of
+ * a connection given up may have landed meanwhile).  Caller holds mu.
+ */
+void
+zkl_sess_cleanup_rearm_locked(void)
+{
+	for (ZklCleanup *c = zkl_cleanups; c; c = c->next)
+		if (c->armed)
+			c->in_flight = false;
+}
+
+/*
+ * A write sent at *sent was answered: the connection it went on owned the
+ * session then, so no create of an earlier connection can land after a
+ * listing sent before it without a reconnect; retire the sweeps listed
+ * before it.  Caller holds mu.
+ */
+void
+zkl_sess_cleanup_write_answered_locked(const ZklStamp *sent)
+{
+	ZklCleanup *c = zkl_cleanups;
+
+	while (c != NULL)
+	{
+		ZklCleanup *next = c->next;
+
+		if (c->armed && zkl_stamp_diff_ms(&c->listed, sent) > 0)
+			session_drop_cleanup(c);
+		c = next;
+	}
 }
 
 /* Queue a watch removal and send it; never blocks, never raises. */

@@ -166,6 +166,8 @@ extern void zkl_sess_cleanup_issue(void);
 extern uint64 zkl_sess_cleanup_mark_locked(void);
 extern bool zkl_sess_cleanup_pending_locked(uint64 mark);
 extern void zkl_sess_cleanup_drop_all_locked(void);
+extern void zkl_sess_cleanup_rearm_locked(void);
+extern void zkl_sess_cleanup_write_answered_locked(const ZklStamp *sent);
 
 /* session_lease.c */
 extern bool zkl_sess_lease_add_node_locked(const char *path);

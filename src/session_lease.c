@@ -140,6 +140,7 @@ zkl_sess_lease_mark_lost_locked(void)
 void
 zkl_sess_lease_renew_locked(const ZklStamp *sent)
 {
+	zkl_sess_cleanup_write_answered_locked(sent);
 	if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
 		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) >
 		zkl_sess_state_timeout_ms_locked())

@@ -611,6 +611,23 @@ dl_keep_claim(ZklDlSearch *s, const char *path)
 	MemoryContextSwitchTo(old);
 }
 
+/* Let go of a claim kept that this wait did not make. */
+static void
+dl_forget_claim(ZklDlSearch *s, const char *path)
+{
+	ListCell   *lc;
+
+	foreach(lc, s->wait->claims)
+	{
+		if (strcmp(lfirst(lc), path) == 0)
+		{
+			pfree(lfirst(lc));
+			s->wait->claims = list_delete_cell(s->wait->claims, lc);
+			return;
+		}
+	}
+}
+
 /*
  * Claim the cycle's one abort; true if this backend got it.  The claim is
  * made only while every member's node is there (one multi: the create and
@@ -637,17 +654,29 @@ dl_claim(ZklDlSearch *s)
 	path = psprintf("%s/%s", dir, dl_cycle_key(s));
 	for (int i = 0; i < s->depth; i++)
 		checks[i] = psprintf("%s/%s", s->path[i]->dir, s->path[i]->node);
-	rc = dl_answer(s, zkl_session_claim(path, checks, s->depth));
-	if (rc == ZKL_RC_OK || rc == ZKL_RC_CONNECTION_LOST ||
-		rc == ZKL_RC_SESSION_LOST)
-		dl_keep_claim(s, path);
-	if (rc != ZKL_RC_EXISTS)
-		return rc == ZKL_RC_OK;
-	stat = zkl_session_stat(path);
-	if (dl_answer(s, stat) != ZKL_RC_OK || !zkl_session_op_owned(stat, &czxid))
-		return false;
+
+	/*
+	 * Kept before it is sent, so that a cancel while its answer is awaited
+	 * still deletes it when the wait ends; let go again where the answer
+	 * says it is not ours.
+	 */
 	dl_keep_claim(s, path);
-	return true;
+	rc = dl_answer(s, zkl_session_claim(path, checks, s->depth));
+	if (rc == ZKL_RC_OK)
+		return true;
+	if (rc == ZKL_RC_EXISTS)
+	{
+		stat = zkl_session_stat(path);
+		rc = dl_answer(s, stat);
+		if (rc == ZKL_RC_OK && zkl_session_op_owned(stat, &czxid))
+			return true;
+		if (rc == ZKL_RC_OK || rc == ZKL_RC_NO_NODE)
+			dl_forget_claim(s, path);	/* another session's, or gone */
+		return false;
+	}
+	if (rc != ZKL_RC_CONNECTION_LOST && rc != ZKL_RC_SESSION_LOST)
+		dl_forget_claim(s, path);	/* not made */
+	return false;
 }
 
 /* The 40P01 detail, naming every member as PostgreSQL's detail does. */

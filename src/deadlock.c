@@ -36,9 +36,19 @@
  *
  * Exactly one member of a cycle ends its wait: the first that finds the
  * cycle and creates the ephemeral claim <root>/.zklock-deadlocks/<hash of
- * the members' waiting nodes>; a member that finds the claim taken goes on
- * waiting.  Claims stay until their session ends, so a member that sees
- * the cycle late can never claim it a second time.
+ * the members' waiting nodes>, in one transaction with a check that every
+ * member's node is still there; a member that finds the claim taken (by
+ * another session) goes on waiting.  A claim goes when its wait ends,
+ * after the victim's node: a member that sees the cycle late finds the
+ * claim, or finds a member's node gone, and can never claim it a second
+ * time.  A claim whose create was not answered may be this session's: a
+ * later search that finds it owned by this session takes it as its own.
+ *
+ * Wait entries are written by other clients too, and are read as
+ * untrusted input: an entry that names a directory outside zklock.root's
+ * locks and semaphores, or a node name no lock could have, is skipped;
+ * the search's lookups are bounded, and what was not read counts as not
+ * waiting.
  *
  * Every request of a search is freed on every way out, a cancel included.
  *
@@ -97,6 +107,8 @@ typedef struct ZklDlSearch
 	HTAB	   *visited;		/* sessions already followed */
 	ZklDlWaiter   *path[DL_MAX_DEPTH];
 	int			depth;
+	ZklDeadlockWait *wait;		/* the searching wait (NULL: the view) */
+	MemoryContext wait_cxt;		/* where its claims are kept */
 } ZklDlSearch;
 
 static char *
@@ -307,6 +319,52 @@ dl_fill_owner(ZklDlSearch *s, ZklDlWaiter *w)
 	w->pid = o.has_pid ? o.pid : 0;
 }
 
+/*
+ * Wait entries are written by any client that may write under
+ * zklock.root, so what they name is checked before it is read: a child
+ * name is printable ASCII without '/' (and not "." or ".."), as every
+ * name of a lock node is.
+ */
+static bool
+dl_valid_name(const char *name)
+{
+	size_t		len = name ? strlen(name) : 0;
+
+	if (len == 0 || len > 255 || strcmp(name, ".") == 0 ||
+		strcmp(name, "..") == 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (name[i] < 0x21 || name[i] > 0x7e || name[i] == '/')
+			return false;
+	return true;
+}
+
+/*
+ * A directory an entry names: a lock's or a semaphore's under zklock.root
+ * (<root>/<name>, or <root>/<name>/leases), each part a valid name; the
+ * search lists nothing else.
+ */
+static bool
+dl_valid_dir(const char *dir)
+{
+	size_t		rootlen = strlen(zkl_root);
+	char	   *rest;
+	char	   *slash;
+
+	if (dir == NULL || strncmp(dir, zkl_root, rootlen) != 0 ||
+		dir[rootlen] != '/' || strlen(dir) > 1024)
+		return false;
+	rest = pstrdup(dir + rootlen + 1);
+	slash = strchr(rest, '/');
+	if (slash != NULL)
+	{
+		*slash = '\0';
+		if (strcmp(slash + 1, "leases") != 0 && strcmp(slash + 1, "locks") != 0)
+			return false;
+	}
+	return dl_valid_name(rest) && rest[0] != '.';
+}
+
 /* A wait entry, read and parsed; NULL if gone or not one. */
 static ZklDlWaiter *
 dl_read_entry(ZklDlSearch *s, const char *entry)
@@ -326,7 +384,7 @@ dl_read_entry(ZklDlSearch *s, const char *entry)
 	data = zkl_session_op_data(op, &czxid);
 	buf = palloc(ZKL_OWNER_BUF(strlen(data)));
 	if (!zkl_owner_parse(data, strlen(data), buf, &o) ||
-		o.waits_dir == NULL || o.waits_node == NULL)
+		!dl_valid_dir(o.waits_dir) || !dl_valid_name(o.waits_node))
 		return NULL;
 	w = palloc0(sizeof(ZklDlWaiter));
 	strlcpy(w->session, entry, sizeof(w->session));
@@ -422,13 +480,18 @@ dl_visit_lease(ZklDlSearch *s, ZklDlWaiter *w, ZklDlListing *l, int self,
 			   const char *prefix, size_t plen)
 {
 	int			base = s->depth;
-	int			need = l->q.n - w->max_leases;
-	int			spare = l->q.n - l->q.nkids;
+	int			need;
+	int			spare;
 	int			cycle_depth = 0;
 	ZklDlWaiter   *cycle[DL_MAX_DEPTH];
 	char	   *cycle_by = NULL;
 	List	   *back = NIL;		/* sessions found waiting on us, here */
 
+	/* Not read (the lookup limit) or not there: it counts as not waiting. */
+	if (l == NULL || self < 0)
+		return false;
+	need = l->q.n - w->max_leases;
+	spare = l->q.n - l->q.nkids;
 	for (int i = 0; i < dl_span(l, w, self) && spare < need; i++)
 	{
 		char	   *b;
@@ -530,20 +593,90 @@ dl_cycle_key(ZklDlSearch *s)
 	return psprintf("%016llx-%d", (unsigned long long) h, s->depth);
 }
 
-/* Claim the cycle's one abort; true if this backend got it. */
+/*
+ * Keep a claim this wait may own, in the wait's context: it is deleted
+ * when the wait ends, after the wait's node.
+ */
+static void
+dl_keep_claim(ZklDlSearch *s, const char *path)
+{
+	MemoryContext old;
+	ListCell   *lc;
+
+	foreach(lc, s->wait->claims)
+		if (strcmp(lfirst(lc), path) == 0)
+			return;
+	old = MemoryContextSwitchTo(s->wait_cxt);
+	s->wait->claims = lappend(s->wait->claims, pstrdup(path));
+	MemoryContextSwitchTo(old);
+}
+
+/* Let go of a claim kept that this wait did not make. */
+static void
+dl_forget_claim(ZklDlSearch *s, const char *path)
+{
+	ListCell   *lc;
+
+	foreach(lc, s->wait->claims)
+	{
+		if (strcmp(lfirst(lc), path) == 0)
+		{
+			pfree(lfirst(lc));
+			s->wait->claims = list_delete_cell(s->wait->claims, lc);
+			return;
+		}
+	}
+}
+
+/*
+ * Claim the cycle's one abort; true if this backend got it.  The claim is
+ * made only while every member's node is there (one multi: the create and
+ * a check of each), so that a member whose search saw a cycle that a
+ * victim has broken since cannot claim it again once the victim's claim
+ * is gone.  A claim whose create was not answered may be ours: it is
+ * deleted when the wait ends, and a later search that finds it there and
+ * owned by this session takes it as this backend's.
+ */
 static bool
 dl_claim(ZklDlSearch *s)
 {
 	char	   *dir = psprintf("%s/%s", zkl_root, ZKL_CLAIMS_DIR);
 	ZklOp	   *mk = zkl_session_create_dir(dir, false);
-	ZklOp	   *claim;
+	const char **checks = palloc(sizeof(char *) * s->depth);
+	char	   *path;
+	ZklOp	   *stat;
 	ZklRc		rc;
+	int64		czxid;
 
 	rc = dl_answer(s, mk);
 	if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
 		return false;
-	claim = zkl_session_create_mark(psprintf("%s/%s", dir, dl_cycle_key(s)), "");
-	return dl_answer(s, claim) == ZKL_RC_OK;
+	path = psprintf("%s/%s", dir, dl_cycle_key(s));
+	for (int i = 0; i < s->depth; i++)
+		checks[i] = psprintf("%s/%s", s->path[i]->dir, s->path[i]->node);
+
+	/*
+	 * Kept before it is sent, so that a cancel while its answer is awaited
+	 * still deletes it when the wait ends; let go again where the answer
+	 * says it is not ours.
+	 */
+	dl_keep_claim(s, path);
+	rc = dl_answer(s, zkl_session_claim(path, checks, s->depth));
+	if (rc == ZKL_RC_OK)
+		return true;
+	if (rc == ZKL_RC_EXISTS)
+	{
+		stat = zkl_session_stat(path);
+		rc = dl_answer(s, stat);
+		if (rc == ZKL_RC_OK && zkl_session_op_owned(stat, &czxid))
+			return true;
+		if (rc == ZKL_RC_OK || rc == ZKL_RC_NO_NODE)
+			dl_forget_claim(s, path);	/* another session's, or gone */
+		return false;
+	}
+	if (rc != ZKL_RC_CONNECTION_LOST && rc != ZKL_RC_SESSION_LOST)
+		dl_forget_claim(s, path);	/* not made */
+	return false;
 }
 
 /* The 40P01 detail, naming every member as PostgreSQL's detail does. */
@@ -623,7 +756,8 @@ dl_publish(const char *dir, const char *node, const char *owner,
  * deals with them.
  */
 static void
-dl_check(const char *dir, const char *node, int max_leases)
+dl_check(ZklDeadlockWait *w, const char *dir, const char *node,
+		 int max_leases)
 {
 	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext cxt = AllocSetContextCreate(outer, "zklock deadlock search",
@@ -635,6 +769,8 @@ dl_check(const char *dir, const char *node, int max_leases)
 	/* A search allocates with the queue's length: all of it goes after. */
 	MemoryContextSwitchTo(cxt);
 	memset(&s, 0, sizeof(s));
+	s.wait = w;
+	s.wait_cxt = outer;
 	strlcpy(s.own, zkl_session_own_prefix() + strlen(ZKL_PROTECT_PREFIX),
 			sizeof(s.own));
 	me = palloc0(sizeof(ZklDlWaiter));
@@ -707,22 +843,32 @@ zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
 		zkl_session_op_free(w->publish);
 		w->publish_dir = w->publish = NULL;
 	}
-	dl_check(dir, node, max_leases);
+	dl_check(w, dir, node, max_leases);
 	w->checks = Min(w->checks + 1, 4);
 	w->next_check = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 												(int64) DeadlockTimeout << w->checks);
 }
 
-/* The wait is over, however: let go of its requests and its entry. */
+/*
+ * The wait is over, however: let go of its requests, its entry and its
+ * claims (a victim's claim once its node is gone: the engine calls this
+ * after queuing that node's delete, and the deletes go in that order).
+ */
 void
 zkl_deadlock_wait_end(ZklDeadlockWait *w)
 {
+	ListCell   *lc;
+
 	zkl_session_op_free(w->publish_dir);
 	zkl_session_op_free(w->publish);
 	w->publish_dir = w->publish = NULL;
 	if (w->entry)
 		zkl_session_release(w->entry);
 	w->entry = NULL;
+	foreach(lc, w->claims)
+		zkl_session_release(lfirst(lc));
+	list_free_deep(w->claims);
+	w->claims = NIL;
 }
 
 /*

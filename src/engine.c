@@ -853,7 +853,6 @@ engine_give_up(ZklContender *c)
 	for (int i = 0; i < c->nstats; i++)
 		engine_drop(&c->stats[i]);
 	c->nstats = 0;
-	zkl_deadlock_wait_end(&c->dl);
 	if (c->watched)
 		zkl_session_unwatch(c->watched);
 	if (c->child_watch)
@@ -861,6 +860,8 @@ engine_give_up(ZklContender *c)
 	if (c->node)
 		zkl_session_release(c->node);
 	c->node = NULL;
+	/* after the node: a victim's claim goes once its node has gone */
+	zkl_deadlock_wait_end(&c->dl);
 }
 
 /* A set's contender gives up its place, to enqueue afresh later. */

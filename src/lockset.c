@@ -108,11 +108,14 @@ typedef enum ZklReleaseAt
 {
 	ZKL_AT_STATEMENT,
 	ZKL_AT_COMMIT,
-	ZKL_AT_ROLLBACK
+	ZKL_AT_ROLLBACK,
+	ZKL_AT_ACQUIRE,				/* an acquisition that timed out gave up */
+	ZKL_AT_GIVE_UP				/* an acquisition that raised gave up */
 } ZklReleaseAt;
 
 static void lockset_check_losses(bool at_commit, bool wrote);
 static void lockset_await_releases(ZklReleaseAt at);
+static void lockset_await_give_up(void);
 static bool lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 						 int max_leases, bool xact, int64 timeout_ms,
 						 int64 *token);
@@ -433,25 +436,17 @@ lockset_release_detail(ZklReleaseAt at)
 {
 	if (at == ZKL_AT_COMMIT)
 		return errdetail("The transaction has committed and released its ZooKeeper locks, but other clients may find them taken until the ensemble deletes their nodes.");
+	if (at == ZKL_AT_ACQUIRE || at == ZKL_AT_GIVE_UP)
+		return errdetail("This backend gave up its place in the ZooKeeper queue, but other clients may find its node there until the ensemble deletes it.");
 	return errdetail("The ZooKeeper locks are released here, but other clients may find them taken until the ensemble deletes their nodes.");
 }
 
-/*
- * With zklock.synchronous_release, wait until the ensemble has answered
- * every release sent, so that other clients can take the locks once the
- * command returns, as after pg_advisory_unlock.  Never raises: it runs
- * after a commit too.  An exiting backend does not wait here: its exit
- * gives the deletes their time before the session closes.
- */
+/* Wait for the ensemble to answer the releases sent; never raises. */
 static void
-lockset_await_releases(ZklReleaseAt at)
+lockset_await_answers(ZklReleaseAt at)
 {
 	int			timeout_ms;
-	bool		released = zkl_released;
 
-	zkl_released = false;
-	if (!released || !zkl_synchronous_release || proc_exit_inprogress)
-		return;
 	switch (zkl_recipe_await_releases(&timeout_ms))
 	{
 		case ZKL_RELEASE_CONFIRMED:
@@ -478,6 +473,67 @@ lockset_await_releases(ZklReleaseAt at)
 					 errhint("The nodes go when the ensemble expires this backend's ZooKeeper session.")));
 			break;
 	}
+}
+
+/*
+ * A delete the ensemble refused (ZNOAUTH: a lock directory made by
+ * someone else whose ACL lets this backend create nodes but not delete
+ * them): the node stays until the session ends and blocks the contenders
+ * behind it.  An acquisition that gave up raises (the caller would else
+ * hear "not granted" and try again, adding nodes); a release says so
+ * with a WARNING, as the release itself has happened for this backend.
+ */
+static void
+lockset_report_denied(ZklReleaseAt at)
+{
+	int			count;
+	char	   *path = zkl_recipe_take_denied(&count);
+
+	if (count == 0)
+		return;
+	ereport(at == ZKL_AT_ACQUIRE ? ERROR : WARNING,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to delete ZooKeeper node \"%s\"",
+					path ? path : "?"),
+			 errdetail_plural("ZooKeeper refused %d delete of this backend's nodes: the lock directory lets this backend's ZooKeeper identity create nodes in it but not delete them. The node stays until the ZooKeeper session ends, and other clients find the lock taken until then.",
+							  "ZooKeeper refused %d deletes of this backend's nodes: the lock directory lets this backend's ZooKeeper identity create nodes in it but not delete them. The nodes stay until the ZooKeeper session ends, and other clients find the locks taken until then.",
+							  count, count),
+			 errhint("Give zklock's ZooKeeper identity the delete right on the lock directory, or delete the directory so that zklock creates it again.")));
+}
+
+/*
+ * With zklock.synchronous_release, wait until the ensemble has answered
+ * every release sent, so that other clients can take the locks once the
+ * command returns, as after pg_advisory_unlock.  Never raises, but for a
+ * delete refused after an acquisition timed out (ZKL_AT_ACQUIRE): it runs
+ * after a commit too.  An exiting backend does not wait here: its exit
+ * gives the deletes their time before the session closes.
+ */
+static void
+lockset_await_releases(ZklReleaseAt at)
+{
+	bool		released = zkl_released;
+
+	zkl_released = false;
+	if (!released || proc_exit_inprogress)
+		return;
+	if (zkl_synchronous_release)
+		lockset_await_answers(at);
+	lockset_report_denied(at);
+}
+
+/*
+ * An acquisition is raising (a cancel, statement_timeout, an error): its
+ * nodes' deletes and watch removals are queued.  Wait for them as a
+ * release waits, before the error goes to the client, so that nothing
+ * of the acquisition is left in ZooKeeper when the client hears of it.
+ * Called with the error in flight: only WARNINGs.
+ */
+static void
+lockset_await_give_up(void)
+{
+	zkl_released = true;
+	lockset_await_releases(ZKL_AT_GIVE_UP);
 }
 
 /* Room for one more transaction hold, so that adding it cannot fail. */
@@ -560,8 +616,11 @@ lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
 		if (got != ZKL_ACQUIRED && *lock != NULL)
 			lockset_discard(*lock);
 		if (raised)
+		{
 			lockset_count_end(clk, name, lockset_stat_mode(shared, max_leases > 0),
 							  ZKL_ACQ_FAILED);
+			lockset_await_give_up();
+		}
 	}
 	PG_END_TRY();
 	return got == ZKL_ACQUIRED ? *lock : NULL;
@@ -710,6 +769,7 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 			if (locks[k] != NULL)
 				lockset_discard(locks[k]);
 		lockset_count_end(&clk, displays[0], mode, ZKL_ACQ_FAILED);
+		lockset_await_give_up();
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -721,7 +781,7 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 		*blocked = fresh[which];
 		/* Our given-up nodes must not block the next try of another client. */
 		zkl_released = true;
-		lockset_await_releases(ZKL_AT_STATEMENT);
+		lockset_await_releases(ZKL_AT_ACQUIRE);
 		return false;
 	}
 	for (int k = 0; k < nfresh; k++)
@@ -770,7 +830,7 @@ lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 		lockset_count_end(&clk, name->display, mode, ZKL_ACQ_TIMED_OUT);
 		/* Our given-up node must not block the next try of another client. */
 		zkl_released = true;
-		lockset_await_releases(ZKL_AT_STATEMENT);
+		lockset_await_releases(ZKL_AT_ACQUIRE);
 		return false;
 	}
 	lockset_record(lock, dir, node, *token, xact);

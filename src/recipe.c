@@ -219,6 +219,13 @@ zkl_recipe_await_releases(int *timeout_ms)
 	return zkl_session_await_releases(timeout_ms);
 }
 
+/* The first release the ensemble refused to delete (ZNOAUTH), if any. */
+char *
+zkl_recipe_take_denied(int *count)
+{
+	return zkl_session_take_denied(count);
+}
+
 void
 zkl_recipe_session_info(ZklSessionInfo *info)
 {

@@ -51,6 +51,7 @@ extern ZklLockHealth zkl_recipe_prove(uint64 epoch, const char *node);
 extern int64 zkl_recipe_unheard_ms(void);
 extern void zkl_recipe_release(const char *node);
 extern ZklReleaseWait zkl_recipe_await_releases(int *timeout_ms);
+extern char *zkl_recipe_take_denied(int *count);
 extern void zkl_recipe_session_info(ZklSessionInfo *info);
 
 #endif							/* ZKLOCK_RECIPE_H */

@@ -118,6 +118,8 @@ session_record_locked(zhandle_t *zh, int state)
 	}
 	zkl_sess_state_record_locked(state, timeout, id);
 	session_count_state_locked(state);
+	if (state == ZOO_CONNECTED_STATE)
+		zkl_sess_cleanup_rearm_locked();
 	if (zkl_sess_state_ended_locked() || zkl_sess_lease_lost_locked())
 		zkl_sess_lease_mark_lost_locked();
 	zkl_sess_request_session_event_locked();
@@ -529,7 +531,10 @@ session_check_settings(void)
 				 errhint("Add zklock to shared_preload_libraries and restart the server.")));
 }
 
-/* Start the handle and the lease thread with every signal blocked. */
+/*
+ * Start the handle and the lease thread with every signal blocked.  With
+ * a handle, *init_errno is 0, or why the lease thread did not start.
+ */
 static zhandle_t *
 session_start_handle(const char *hosts, int *init_errno)
 {
@@ -558,7 +563,7 @@ session_start_handle(const char *hosts, int *init_errno)
 		 */
 		(void) zoo_set_servers_resolution_delay(zh, -1);
 		zkl_sess_state_start(zh);
-		zkl_sess_lease_start();
+		*init_errno = zkl_sess_lease_start() ? 0 : errno;
 	}
 	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 	return zh;
@@ -713,6 +718,28 @@ session_open(void)
 	zh = session_start_handle(hosts, &init_errno);
 	t_started = GetCurrentTimestamp();
 	free(hosts);
+	if (zh != NULL && init_errno != 0)
+	{
+		session_close();
+		zkl_sess_log_flush();
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the lease thread of the ZooKeeper session"),
+				 errdetail_internal("%s", strerror(init_errno)),
+				 errhint("Check the limits on processes and threads of the server's user (ulimit -u, the cgroup's pids.max) and its memory.")));
+	}
+	if (zh == NULL && (init_errno == EAGAIN || init_errno == ENOMEM))
+	{
+		/* The client library's thread could not start (C client patch 0030). */
+		zkl_sess_sync_release_fds(zkl_library_fds);
+		zkl_library_fds = 0;
+		zkl_sess_log_flush();
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the ZooKeeper client's thread"),
+				 errdetail_internal("%s", strerror(init_errno)),
+				 errhint("Check the limits on processes and threads of the server's user (ulimit -u, the cgroup's pids.max) and its memory.")));
+	}
 	if (zh == NULL)
 	{
 		zkl_sess_sync_release_fds(zkl_library_fds);

@@ -78,6 +78,8 @@ extern ZklOp *zkl_session_create_node(const char *path, const char *data,
 									  const char *sweep_prefix);
 extern ZklOp *zkl_session_create_dir(const char *path, bool container);
 extern ZklOp *zkl_session_create_mark(const char *path, const char *data);
+extern ZklOp *zkl_session_claim(const char *path, const char *const *checks,
+								 int n);
 extern ZklOp *zkl_session_children(const char *path);
 extern ZklOp *zkl_session_watch(const char *path);
 extern ZklOp *zkl_session_watch_children(const char *path);
@@ -108,6 +110,7 @@ extern void zkl_session_adopt_node(const char *path);
 extern void zkl_session_release(const char *path);
 extern bool zkl_session_tracks(const char *path);
 extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms);
+extern char *zkl_session_take_denied(int *count);
 extern void zkl_session_unwatch(const char *path);
 extern void zkl_session_unwatch_children(const char *path);
 

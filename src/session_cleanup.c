@@ -15,6 +15,19 @@
  * A delete's answer is a write the quorum committed; the lease, above
  * this file, registers to hear of it (zkl_sess_cleanup_on_delete).
  *
+ * A sweep looks for the node of a create whose reply was lost: a sync
+ * (through the leader), then the listing, back to back, so that the
+ * listing shows every create the leader committed before.  A create can
+ * still land later, from a connection of the session that the client
+ * gave up but a server had not read yet (a server paused with the
+ * request in its socket, as in a whole-ensemble pause): that server moves
+ * the session to itself, and the connection in use is closed on its next
+ * request.  So a sweep stays armed after its listing, and lists again
+ * after every reconnect, until the session has an answer to a write sent
+ * after that listing (zkl_sess_cleanup_write_answered_locked: a create,
+ * a delete or a lease proof committed while this connection owned the
+ * session).
+ *
  * A release is synchronous when its caller then waits, on the main
  * thread, until every delete queued before the wait is answered (see
  * zkl_session_await_releases in session.c): the deletes of one statement
@@ -42,12 +55,16 @@ typedef struct ZklCleanup
 	char	   *prefix;
 	uint64		seq;			/* order of queuing: releases wait by it */
 	ZklStamp	sent;
+	bool		armed;			/* a sweep listed: again after a reconnect */
+	ZklStamp	listed;			/* when its last listing was sent */
 } ZklCleanup;
 
 /* Under mu. */
 static ZklCleanup *zkl_cleanups = NULL;
 static uint64 zkl_cleanups_queued = 0;	/* seq of the last clean-up queued */
 static void (*zkl_cleanup_delete_hook) (const ZklStamp *sent) = NULL;
+static char *zkl_cleanup_denied = NULL; /* first delete refused, unreported */
+static int	zkl_cleanup_ndenied = 0;
 
 /*
  * Entries whose send failed with ZMARSHALLINGERROR: the library may hold
@@ -97,9 +114,24 @@ session_cleanup_free(ZklCleanup *c)
 	free(c);
 }
 
+/* Append an entry to a list: entries go out in the order queued. */
+static void
+session_cleanup_append(ZklCleanup **list, ZklCleanup *c)
+{
+	ZklCleanup **p = list;
+
+	while (*p)
+		p = &(*p)->next;
+	c->next = NULL;
+	*p = c;
+}
+
 /*
  * Queue a clean-up.  Caller holds mu.  Returns false only when out of
- * memory; the node then goes with the session.
+ * memory; the node then goes with the session.  Entries are sent in the
+ * order queued, after a reconnect too, and ZooKeeper runs one session's
+ * requests in order: a delete queued after another is carried out after
+ * it (a deadlock claim after its victim's node).
  */
 bool
 zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
@@ -111,8 +143,7 @@ zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
 	if (c == NULL)
 		return false;
 	zkl_cleanups_queued++;
-	c->next = zkl_cleanups;
-	zkl_cleanups = c;
+	session_cleanup_append(&zkl_cleanups, c);
 	return true;
 }
 
@@ -154,14 +185,33 @@ zkl_sess_cleanup_drop_all_locked(void)
 		zkl_cleanup_limbo = c->next;
 		session_cleanup_free(c);
 	}
+	free(zkl_cleanup_denied);
+	zkl_cleanup_denied = NULL;
+	zkl_cleanup_ndenied = 0;
+}
+
+/*
+ * A delete the ensemble refused (ZNOAUTH: the directory's ACL lets this
+ * session create children but not delete them).  The node stays until
+ * the session ends; remember it for the caller to report.  Caller holds
+ * mu.
+ */
+static void
+session_cleanup_denied(ZklCleanup *c)
+{
+	if (zkl_cleanup_ndenied++ == 0)
+		zkl_cleanup_denied = strdup(c->path);
 }
 
 /*
  * Settle one answered entry: done unless the connection was lost, in
- * which case it goes again after the reconnect.  Expiry and close remove
- * the session's nodes and watches anyway; ZNOWATCHER means the watch fired
- * first.  An entry in limbo was never sent: its completion only frees it.
- * Caller holds mu.
+ * which case it goes again after the reconnect.  ZSESSIONMOVED counts as
+ * a connection loss: the session moved to another server, which did not
+ * carry the request out, and this server closes the connection.  Expiry
+ * and close remove the session's nodes and watches anyway; ZNOWATCHER
+ * means the watch fired first.  A delete refused with ZNOAUTH is done,
+ * and noted.  An entry in limbo was never sent: its completion only
+ * frees it.  Caller holds mu.
  */
 static void
 session_cleanup_answered(ZklCleanup *c, int rc)
@@ -174,7 +224,9 @@ session_cleanup_answered(ZklCleanup *c, int rc)
 	zkl_sess_state_answered_locked();
 	if (rc == ZOK && c->kind == ZKL_CLEAN_DELETE && zkl_cleanup_delete_hook)
 		zkl_cleanup_delete_hook(&c->sent);
-	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST)
+	if (rc == ZNOAUTH && c->kind == ZKL_CLEAN_DELETE)
+		session_cleanup_denied(c);
+	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST || rc == ZSESSIONMOVED)
 		c->in_flight = false;
 	else
 		session_drop_cleanup(c);
@@ -205,6 +257,34 @@ session_cleanup_done(int rc, const void *data)
 		session_cleanup_answered(c, rc);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	zkl_sess_sync_kick();
+}
+
+/* A sweep's sync: its listing, sent right after it, carries the answer. */
+static void
+session_cleanup_synced(int rc, const char *value, const void *data)
+{
+	(void) rc;
+	(void) value;
+	(void) data;
+}
+
+/*
+ * A sweep's listing was answered (the directory listed or gone): keep the
+ * sweep armed, not sent again until the next reconnect.  An entry in limbo
+ * was never sent: its completion only frees it.  Caller holds mu.
+ */
+static void
+session_cleanup_arm(ZklCleanup *c)
+{
+	if (session_cleanup_unlink(&zkl_cleanup_limbo, c))
+	{
+		session_cleanup_free(c);
+		return;
+	}
+	zkl_sess_state_answered_locked();
+	c->armed = true;
+	c->in_flight = true;
+	c->listed = c->sent;
 }
 
 /*
@@ -242,7 +322,10 @@ session_cleanup_listed(int rc, const struct String_vector *strings,
 			free(path);
 		}
 	}
-	session_cleanup_answered(c, rc);
+	if (rc == ZOK || rc == ZNONODE)
+		session_cleanup_arm(c);
+	else
+		session_cleanup_answered(c, rc);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (rc == ZOK)
 		zkl_sess_cleanup_issue();
@@ -256,7 +339,15 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 	switch (c->kind)
 	{
 		case ZKL_CLEAN_SWEEP:
-			return zoo_aget_children(zh, c->path, 0, session_cleanup_listed, c);
+			{
+				int			rc = zoo_async(zh, c->path, session_cleanup_synced,
+										   NULL);
+
+				if (rc != ZOK)
+					return rc;
+				return zoo_aget_children(zh, c->path, 0,
+										 session_cleanup_listed, c);
+			}
 		case ZKL_CLEAN_UNWATCH:
 
 			/*
@@ -292,8 +383,7 @@ session_cleanup_to_limbo(ZklCleanup *c)
 	zkl_cleanup_limbo = c;
 	if (copy == NULL)
 		return;					/* the node goes with the session */
-	copy->next = zkl_cleanups;
-	zkl_cleanups = copy;
+	session_cleanup_append(&zkl_cleanups, copy);
 }
 
 /*
@@ -349,6 +439,7 @@ zkl_sess_cleanup_issue(void)
 		}
 		c->in_flight = true;
 		c->sending = true;
+		c->armed = false;		/* armed again when its listing is answered */
 		zkl_stamp_now(&c->sent);
 		zkl_sess_state_sent_locked();
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
@@ -377,6 +468,39 @@ zkl_sess_cleanup_pending_locked(uint64 mark)
 		if (c->kind == ZKL_CLEAN_DELETE && c->seq <= mark)
 			return true;
 	return false;
+}
+
+/*
+ * The session is connected again: armed sweeps list again (a create of
+ * a connection given up may have landed meanwhile).  Caller holds mu.
+ */
+void
+zkl_sess_cleanup_rearm_locked(void)
+{
+	for (ZklCleanup *c = zkl_cleanups; c; c = c->next)
+		if (c->armed)
+			c->in_flight = false;
+}
+
+/*
+ * A write sent at *sent was answered: the connection it went on owned the
+ * session then, so no create of an earlier connection can land after a
+ * listing sent before it without a reconnect; retire the sweeps listed
+ * before it.  Caller holds mu.
+ */
+void
+zkl_sess_cleanup_write_answered_locked(const ZklStamp *sent)
+{
+	ZklCleanup *c = zkl_cleanups;
+
+	while (c != NULL)
+	{
+		ZklCleanup *next = c->next;
+
+		if (c->armed && zkl_stamp_diff_ms(&c->listed, sent) > 0)
+			session_drop_cleanup(c);
+		c = next;
+	}
 }
 
 /* Queue a watch removal and send it; never blocks, never raises. */
@@ -411,4 +535,29 @@ void
 zkl_session_unwatch_children(const char *path)
 {
 	session_unwatch(ZKL_CLEAN_UNWATCH_CHILDREN, path);
+}
+
+/*
+ * The first delete the ensemble refused since the last call (palloc'd;
+ * NULL if none, or if it could not be kept), with how many were refused
+ * in *count.  Main thread.
+ */
+char *
+zkl_session_take_denied(int *count)
+{
+	char	   *first;
+	char	   *path = NULL;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	*count = zkl_cleanup_ndenied;
+	first = zkl_cleanup_denied;
+	zkl_cleanup_denied = NULL;
+	zkl_cleanup_ndenied = 0;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (first != NULL)
+	{
+		path = pstrdup(first);
+		free(first);
+	}
+	return path;
 }

@@ -166,6 +166,8 @@ extern void zkl_sess_cleanup_issue(void);
 extern uint64 zkl_sess_cleanup_mark_locked(void);
 extern bool zkl_sess_cleanup_pending_locked(uint64 mark);
 extern void zkl_sess_cleanup_drop_all_locked(void);
+extern void zkl_sess_cleanup_rearm_locked(void);
+extern void zkl_sess_cleanup_write_answered_locked(const ZklStamp *sent);
 
 /* session_lease.c */
 extern bool zkl_sess_lease_add_node_locked(const char *path);
@@ -175,7 +177,7 @@ extern bool zkl_sess_lease_lost_locked(void);
 extern void zkl_sess_lease_mark_lost_locked(void);
 extern void zkl_sess_lease_wake_locked(void);
 extern void zkl_sess_lease_reset_locked(void);
-extern void zkl_sess_lease_start(void);
+extern bool zkl_sess_lease_start(void);
 extern void zkl_sess_lease_stop(void);
 
 /* session_request.c */

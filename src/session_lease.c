@@ -45,6 +45,7 @@
  */
 #include "postgres.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -139,6 +140,7 @@ zkl_sess_lease_mark_lost_locked(void)
 void
 zkl_sess_lease_renew_locked(const ZklStamp *sent)
 {
+	zkl_sess_cleanup_write_answered_locked(sent);
 	if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
 		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) >
 		zkl_sess_state_timeout_ms_locked())
@@ -416,10 +418,17 @@ session_lease_main(void *arg)
 	return NULL;
 }
 
-/* Start the lease thread; with every signal blocked by the caller. */
-void
+/*
+ * Start the lease thread; with every signal blocked by the caller.
+ * Returns whether it started (not under a process or thread limit, or
+ * short of memory; errno says why not): without it, held locks would go
+ * unproven and be found lost.
+ */
+bool
 zkl_sess_lease_start(void)
 {
+	int			rc;
+
 	if (!zkl_lease_cv_ready)
 	{
 		pthread_condattr_t attr;
@@ -431,8 +440,11 @@ zkl_sess_lease_start(void)
 		zkl_lease_cv_ready = true;
 	}
 	zkl_lease_stop = false;
-	zkl_lease_running =
-		pthread_create(&zkl_lease_thread, NULL, session_lease_main, NULL) == 0;
+	rc = pthread_create(&zkl_lease_thread, NULL, session_lease_main, NULL);
+	zkl_lease_running = rc == 0;
+	if (rc != 0)
+		errno = rc;
+	return zkl_lease_running;
 }
 
 /* Stop and join the lease thread; main thread, not holding mu. */

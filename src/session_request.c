@@ -50,7 +50,8 @@ typedef enum ZklOpKind
 	ZKL_OP_WATCH_CHILDREN,
 	ZKL_OP_STAT,
 	ZKL_OP_GET,
-	ZKL_OP_ACL
+	ZKL_OP_ACL,
+	ZKL_OP_CLAIM
 } ZklOpKind;
 
 struct ZklOp
@@ -72,6 +73,11 @@ struct ZklOp
 	char	   *acl_problem;	/* acl: who else may delete, or NULL */
 	char	   *sweep_dir;		/* create: where to find a lost reply's node */
 	char	   *sweep_prefix;
+	int			nmulti;			/* claim: its multi's operations */
+	zoo_op_t   *multi;
+	zoo_op_result_t *multi_results;
+	char	  **multi_paths;
+	char	   *multi_created;
 	bool		limbo;			/* refused with ZMARSHALLINGERROR, on the list */
 	struct ZklOp *limbo_next;
 };
@@ -118,6 +124,10 @@ static const struct
 		gettext_noop("could not read the ACL of ZooKeeper node \"%s\""),
 		gettext_noop("permission denied to read the ACL of ZooKeeper node \"%s\"")
 	},
+	[ZKL_OP_CLAIM] = {
+		gettext_noop("could not create ZooKeeper node \"%s\""),
+		gettext_noop("permission denied to create ZooKeeper node \"%s\"")
+	},
 };
 
 /* Under mu. */
@@ -144,6 +154,12 @@ session_free_op(ZklOp *op)
 	free(op->acl_problem);
 	free(op->sweep_dir);
 	free(op->sweep_prefix);
+	for (int i = 0; op->multi_paths && i < op->nmulti; i++)
+		free(op->multi_paths[i]);
+	free(op->multi_paths);
+	free(op->multi);
+	free(op->multi_results);
+	free(op->multi_created);
 	free(op);
 }
 
@@ -511,6 +527,51 @@ zkl_session_create_mark(const char *path, const char *data)
 						zoo_acreate2(zkl_sess_state_handle(), path, data, (int) strlen(data),
 									 session_acl(), ZOO_EPHEMERAL,
 									 session_created, op),
+						path);
+}
+
+static void
+session_claimed(int rc, const void *data)
+{
+	session_finish((ZklOp *) data, rc);
+}
+
+/*
+ * Create the plain ephemeral node path (no lock node: not in the lease,
+ * not swept, gone with the session) only if every node of checks[0..n)
+ * exists, in one transaction: the deadlock victim's claim, made only
+ * while every member of the cycle still waits.  The answer is
+ * ZKL_RC_EXISTS when path exists, ZKL_RC_NO_NODE when a checked node is
+ * gone.
+ */
+ZklOp *
+zkl_session_claim(const char *path, const char *const *checks, int n)
+{
+	ZklOp	   *op = session_new_op(ZKL_OP_CLAIM);
+	size_t		created_len = strlen(path) + 1;
+
+	op->nmulti = n + 1;
+	op->multi = calloc(op->nmulti, sizeof(zoo_op_t));
+	op->multi_results = calloc(op->nmulti, sizeof(zoo_op_result_t));
+	op->multi_paths = calloc(op->nmulti, sizeof(char *));
+	op->multi_created = malloc(created_len);
+	if (op->multi == NULL || op->multi_results == NULL ||
+		op->multi_paths == NULL || op->multi_created == NULL ||
+		(op->multi_paths[0] = strdup(path)) == NULL)
+		return session_sent(op, ZSYSTEMERROR, path);
+	zoo_create_op_init(&op->multi[0], op->multi_paths[0], "", 0,
+					   session_acl(), ZOO_EPHEMERAL, op->multi_created,
+					   (int) created_len);
+	for (int i = 0; i < n; i++)
+	{
+		if ((op->multi_paths[i + 1] = strdup(checks[i])) == NULL)
+			return session_sent(op, ZSYSTEMERROR, path);
+		zoo_check_op_init(&op->multi[i + 1], op->multi_paths[i + 1], -1);
+	}
+	return session_sent(op,
+						zoo_amulti(zkl_sess_state_handle(), op->nmulti,
+								   op->multi, op->multi_results,
+								   session_claimed, op),
 						path);
 }
 

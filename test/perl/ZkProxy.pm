@@ -14,7 +14,10 @@
 #   $p->mode('swallow')           forward requests, drop every reply
 #   $p->mode('cut')               close every connection, refuse new ones
 #   $p->mode('delay:MS')          forward both ways, each reply held MS ms
-#   $p->mode('hold:MS')           the same, but replies that came within
+#   $p->mode('lag:MS')            forward both ways, each request held MS
+#                                 ms on its way to the server (replies
+#                                 pass at once)
+#   $p->mode('hold:MS')           the same as delay, but replies that came within
 #                                 50 ms of the first one due go together,
 #                                 so that a client sees a pipeline's
 #                                 answers at once (for counting turns)
@@ -90,7 +93,7 @@ sub port { return $_[0]->{port}; }
 sub mode
 {
 	my ($self, $mode) = @_;
-	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|cut|(?:delay|hold):\d+)$/;
+	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|cut|(?:delay|hold|lag):\d+)$/;
 	_write($self->{ctl}, $mode);
 	$self->_wait_ack($mode);
 }
@@ -228,7 +231,7 @@ sub _run
 	my $sel = IO::Select->new($listen);
 	my %peer;    # fileno -> { s => socket, to => its peer, client => bool }
 	my %counts;  # opcode -> requests seen
-	my @held;    # [ due time, destination entry, data ]: delayed replies
+	my @held;    # [ due time, destination entry, data, request? ]: held data
 	my $mode = 'pass';
 	my $close_pair = sub {
 		my ($s) = @_;
@@ -257,7 +260,7 @@ sub _run
 	while (1)
 	{
 		my $want = _read($self->{ctl});
-		if ($want ne $mode && $want =~ /^(pass|swallow|cut|(?:delay|hold):\d+)$/)
+		if ($want ne $mode && $want =~ /^(pass|swallow|cut|(?:delay|hold|lag):\d+)$/)
 		{
 			$mode = $want;
 			if ($mode eq 'cut')
@@ -270,7 +273,7 @@ sub _run
 		{
 			_write($self->{ack}, $mode);
 		}
-		my $delay = $mode =~ /^(?:delay|hold):(\d+)$/ ? $1 / 1000 : 0;
+		my $delay = $mode =~ /^(?:delay|hold|lag):(\d+)$/ ? $1 / 1000 : 0;
 		# Replies whose time has come (and all of them once no longer
 		# delaying); holding, those due within 50 ms of the first go too.
 		my $until = time;
@@ -278,7 +281,7 @@ sub _run
 		while (@held && ($held[0][0] <= $until || !$delay))
 		{
 			my $h = shift @held;
-			_note_replies($h->[1], $h->[2]);
+			_note_replies($h->[1], $h->[2]) unless $h->[3];
 			$send->($h->[1]{s}, $h->[2]);
 		}
 		my $wait = @held ? ($held[0][0] - time) : 0.05;
@@ -327,11 +330,18 @@ sub _run
 			if ($e->{client})
 			{
 				$counted |= _count_frames($e, $buf, \%counts);
+				if ($mode =~ /^lag:/)
+				{
+					my $due = time + $delay;
+					$due = $held[-1][0] if @held && $held[-1][0] > $due;
+					push @held, [ $due, $e->{peer}, $buf, 1 ];
+					next;
+				}
 				$send->($e->{to}, $buf);
 				next;
 			}
 			next if $mode eq 'swallow';    # a reply: drop it
-			if ($delay)
+			if ($delay && $mode !~ /^lag:/)
 			{
 				my $due = time + $delay;
 				$due = $held[-1][0] if @held && $held[-1][0] > $due;

@@ -69,6 +69,10 @@ my $h2 = session(0);
 $h2->query_safe("SELECT zk_lock('unreach')");
 my $w = session(1);
 my $wpid = backend_pid($w);
+# Without synchronous_release the cancel does not wait for its give-up
+# delete (test/t/168_give_up_wait.pl tests that wait): here the delete
+# must go after the reconnect, with the backend idle.
+$w->query_safe('SET zklock.synchronous_release = off');
 start_wait($w, "SELECT zk_lock('unreach')");
 ok(poll_until(sub { is_waiting($node, $wpid) && zk_count($zk, '/zklock/unreach') == 2 }),
 	'waiter behind the proxy is queued');

@@ -1,0 +1,130 @@
+# Copyright (c) zklock contributors
+#
+# Give-ups and clean-ups finish before the error does (issue 38, section 3).
+#
+# - A cancelled waiter (a lock, a set, a semaphore) waits, bounded like a
+#   release, for the ensemble to answer its given-up node's delete before
+#   the error reaches the client: when the client hears of the cancel, no
+#   node of the acquisition is left.  The test's proxy holds the backend's
+#   requests on their way to the server, so that the delete lands seconds
+#   after it was sent; a timed-out wait (zk_lock with a timeout) likewise.
+# - A delete answered with ZSESSIONMOVED (the session moved to another
+#   server, which did not carry it out) is sent again, as after a
+#   connection loss: gdb makes the first delete of a release answer so
+#   without sending it, and zk_unlock must still return with the node gone.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use File::Basename qw(dirname);
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use ZkEnsemble;
+use ZkGdb;
+use ZkProxy;
+use ZklockTest;
+
+my $zk = ZkEnsemble->new(servers => 1);
+my $node = zk_cluster('giveupwait', $zk, session_timeout => 30000);
+my $proxy = ZkProxy->new($zk->port(1));
+my $zkq = "$FindBin::Bin/../zkq.py";
+my @sessions;
+
+sub session
+{
+	my ($via_proxy) = @_;
+	my $s = waiter($node);
+	if ($via_proxy)
+	{
+		# No deadlock search: its reads would wait out the proxy's lag too.
+		$s->query_safe("SET deadlock_timeout = '10min'");
+		$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'");
+		$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+	}
+	push @sessions, $s;
+	return $s;
+}
+
+# How many nodes each of @dirs holds, read in one look at the tree.
+sub counts
+{
+	my (@dirs) = @_;
+	my @all = split /\n/,
+	  `/usr/bin/python3 $zkq '@{[ $zk->connect_string ]}' tree /zklock`;
+	return join ',', map {
+		my $d = $_;
+		scalar grep { m{^\Q$d\E/[^/]+$} } @all
+	} @dirs;
+}
+
+my $h = session(0);
+$h->query_safe(
+	"SELECT zk_lock('gw'), zk_lock('gw2'), zk_semaphore('gs', 1), zk_lock('gt')");
+
+# Start $sql on a backend behind the proxy, wait until its nodes are there
+# ($queued: the counts of @dirs then), hold its requests 4 s on the way,
+# end its wait with $end (a cancel, or its own timeout), and check the
+# counts of @dirs ($left) at the moment the error comes.
+sub give_up_late
+{
+	my ($what, $sql, $end, $dirs, $queued, $left, $error) = @_;
+	my $w = session(1);
+	my $pid = backend_pid($w);
+	start_wait($w, $sql);
+	ok(poll_until(sub { is_waiting($node, $pid) && counts(@$dirs) eq $queued }, 30),
+		"$what: queued ($queued)") or diag(counts(@$dirs));
+	$proxy->mode('lag:4000');
+	my $t0 = time;
+	$node->safe_psql('postgres', "SELECT pg_cancel_backend($pid)") if $end eq 'cancel';
+	my ($out, $err) = finish_wait($w);
+	my $at_error = counts(@$dirs);
+	my $took = time - $t0;
+	like($err, $error, "$what: the client gets the error");
+	is($at_error, $left, "$what: when the error comes, no node of the acquisition is left");
+	note("$what: the error came after $took s");
+	$proxy->mode('pass');
+	ok(poll_until(sub { counts(@$dirs) eq $left }, 30), "$what: and none later");
+}
+
+give_up_late('cancelled lock', "SELECT zk_lock('gw')", 'cancel',
+	['/zklock/gw'], '2', '1', qr/canceling statement due to user request/);
+give_up_late('cancelled set', "SELECT zk_lock(ARRAY['gw', 'gw2'])", 'cancel',
+	[ '/zklock/gw', '/zklock/gw2' ], '2,1', '1,1',
+	qr/canceling statement due to user request/);
+give_up_late('cancelled semaphore', "SELECT zk_semaphore('gs', 1)", 'cancel',
+	[ '/zklock/gs/leases', '/zklock/gs/locks' ], '2,1', '1,0',
+	qr/canceling statement due to user request/);
+give_up_late('timed-out lock', "SELECT zk_lock('gt', '3s')", 'timeout',
+	['/zklock/gt'], '2', '1', qr/could not obtain ZooKeeper lock "gt"/);
+
+# --- a delete answered with ZSESSIONMOVED is sent again
+my $m = session(0);
+my $mpid = backend_pid($m);
+$m->query_safe("SELECT zk_lock('moved')");
+is(zk_count($zk, '/zklock/moved'), 1, 'a lock to release');
+SKIP:
+{
+	my $g = ZkGdb->attach($mpid);
+	skip $ZkGdb::why, 3 unless $g;
+	# The first delete sent is answered ZSESSIONMOVED (-118) on the spot,
+	# by its own completion, and not sent.
+	like(
+		$g->cmd("tbreak *zoo_adelete\ncommands\nsilent\n"
+			  . "call session_cleanup_done(-118, (void *) \$r8)\n"
+			  . "return (int) 0\ncontinue\nend") // '',
+		qr/Temporary breakpoint 1 at/,
+		'gdb answers the first delete with ZSESSIONMOVED');
+	$g->cmd('continue &');
+	is($m->query_safe("SELECT zk_unlock('moved')"), 't', 'zk_unlock returns true');
+	is(zk_count($zk, '/zklock/moved'), 0,
+		'the delete was sent again: the node is gone when zk_unlock returns');
+	$g->detach;
+}
+
+$proxy->stop;
+finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+done_testing();

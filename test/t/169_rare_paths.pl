@@ -1,0 +1,138 @@
+# Copyright (c) zklock contributors
+#
+# Rare paths that hung a backend or hid a failure (issue 38, section 5).
+#
+# - The client library's IO thread cannot start (the backend's limit on
+#   processes, RLIMIT_NPROC, set below what its user runs, as ulimit -u or
+#   a cgroup's pids.max does): the first zk_* call fails with 53000 (it
+#   waited for ever in zookeeper_init, every signal blocked: C client
+#   patch 0030), and works once the limit is lifted.
+# - The lease thread cannot start (gdb lowers the limit just before it
+#   starts): the acquire fails with 53000 (the failure was ignored, and the
+#   lock went unproven).
+# - A delete refused with ZNOAUTH (a lock directory made by someone else
+#   whose ACL grants create and read, not delete): zk_unlock says so with
+#   a WARNING, and a try that gives up raises (both reported success, and
+#   the node stayed).
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkEnsemble;
+use ZkGdb;
+use ZklockTest;
+
+my $zk = ZkEnsemble->new(servers => 1);
+my $node = zk_cluster('rare', $zk, session_timeout => 20000);
+my @sessions;
+
+sub session
+{
+	my $s = waiter($node);
+	push @sessions, $s;
+	return $s;
+}
+
+# Set a backend's soft limit on processes; the one it had, for 'orig'.
+my %orig;
+sub nproc
+{
+	my ($pid, $soft) = @_;
+	if (!exists $orig{$pid})
+	{
+		my ($line) = grep { /^Max processes/ } split /\n/, slurp_file("/proc/$pid/limits");
+		$orig{$pid} = (split ' ', $line)[2];
+	}
+	$soft = $orig{$pid} if $soft eq 'orig';
+	return system('prlimit', "--pid=$pid", "--nproc=$soft:") == 0;
+}
+
+# --- the IO thread cannot start
+my $s = session();
+my $pid = backend_pid($s);
+ok(nproc($pid, 1), 'the backend may run one process of its user');
+start_wait($s, "SELECT zk_try_lock('threads')");
+my $ended = poll_until(sub { !in_call($node, $pid) }, 20);
+ok($ended, 'the first zk_* call ends though its IO thread cannot start');
+if (!$ended)
+{
+	# Every signal is blocked where it hangs: only SIGKILL ends it.
+	kill 'KILL', $pid;
+	BAIL_OUT('the backend hung in zookeeper_init');
+}
+my ($out, $err) = finish_wait($s);
+like($err, qr/ERROR:  could not start the ZooKeeper client's thread/,
+	'it fails with an error naming the thread');
+$s->query_safe('\\set VERBOSITY verbose');
+start_wait($s, "SELECT zk_try_lock('threads')");
+($out, $err) = finish_wait($s);
+like($err, qr/ERROR:  53000:/, 'SQLSTATE 53000, every time');
+ok(nproc($pid, 'orig'), 'the limit is lifted');
+is($s->query_safe("SELECT zk_try_lock('threads')"), 't', 'then the session opens and the lock is taken');
+is($s->query_safe("SELECT zk_unlock('threads')"), 't', 'and released');
+
+# --- the lease thread cannot start
+my $l = session();
+my $lpid = backend_pid($l);
+$l->query_safe("LOAD 'zklock'");
+nproc($lpid, 'orig');    # note the limit it has
+SKIP:
+{
+	my $g = ZkGdb->attach($lpid);
+	skip $ZkGdb::why, 4 unless $g;
+	like(
+		$g->cmd("break zkl_sess_lease_start\ncommands\nsilent\n"
+			  . "shell prlimit --pid=$lpid --nproc=1:\ncontinue\nend") // '',
+		qr/Breakpoint 1 at/,
+		'gdb lowers the limit just before the lease thread starts');
+	$g->cmd('continue &');
+	$l->query_safe('\\set VERBOSITY verbose');
+	start_wait($l, "SELECT zk_try_lock('lease-thread')");
+	($out, $err) = finish_wait($l);
+	$g->detach;
+	like($err, qr/ERROR:  53000: could not start the lease thread of the ZooKeeper session/,
+		'the acquire fails with 53000');
+	is(zk_count($zk, '/zklock/lease-thread'), 0, 'and leaves no node');
+	ok(nproc($lpid, 'orig'), 'the limit is lifted');
+	is($l->query_safe("SELECT zk_try_lock('lease-thread')"), 't', 'then the lock is taken');
+	$l->query_safe("SELECT zk_unlock('lease-thread')");
+}
+
+# --- deletes refused with ZNOAUTH
+my $code = <<'EOF';
+from kazoo.client import KazooClient
+from kazoo.security import ACL, Id, Permissions
+import sys
+zk = KazooClient(hosts=sys.argv[1], timeout=10.0)
+zk.start(timeout=15)
+zk.ensure_path('/zklock')
+cr = [ACL(Permissions.CREATE | Permissions.READ, Id('world', 'anyone'))]
+zk.create('/zklock/noauth', b'', acl=cr)
+zk.create('/zklock/noauth2', b'', acl=cr)
+zk.create('/zklock/noauth2/holder-lock-', b'', sequence=True)
+zk.stop()
+EOF
+ok(PostgreSQL::Test::Utils::run_log(
+		[ '/usr/bin/python3', '-c', $code, $zk->connect_string ]),
+	'two lock directories that grant create and read, not delete');
+my $d = session();
+is($d->query_safe("SELECT zk_try_lock('noauth')"), 't', 'a lock is taken there');
+$d->query('SELECT zk_unlock(\'noauth\')');
+like($d->{stderr}, qr/WARNING:  permission denied to delete ZooKeeper node "\/zklock\/noauth\/_c_/,
+	'zk_unlock warns that ZooKeeper refused the delete');
+$d->{stderr} = '';
+is(zk_count($zk, '/zklock/noauth'), 1, 'the node is indeed still there');
+$d->query('SELECT zk_try_lock(\'noauth2\')');
+like($d->{stderr}, qr/ERROR:  permission denied to delete ZooKeeper node "\/zklock\/noauth2\/_c_/,
+	'a try that gives up its place raises: its node stays');
+$d->{stderr} = '';
+is($d->query_safe('SELECT count(*) FROM zk_locks'), '0', 'and holds nothing');
+
+$_->quit for @sessions;
+finish(nodes => [$node], zk => $zk);
+done_testing();

@@ -71,6 +71,8 @@ typedef struct ZklNode
 typedef struct ZklOwnWatch
 {
 	struct ZklOwnWatch *next;	/* in limbo */
+	bool		sending;		/* its zoo_awget has not returned yet */
+	bool		answered;		/* its completion ran while sending */
 	bool		limbo;			/* refused with ZMARSHALLINGERROR */
 	char		path[FLEXIBLE_ARRAY_MEMBER];
 } ZklOwnWatch;
@@ -285,6 +287,7 @@ session_own_watched(int rc, const char *value, int value_len,
 {
 	ZklOwnWatch *w = (ZklOwnWatch *) data;
 	ZklNode    *n;
+	bool		sender_frees;
 
 	(void) value;
 	(void) value_len;
@@ -304,8 +307,11 @@ session_own_watched(int rc, const char *value, int value_len,
 		n->watched = false;
 		zkl_sess_lease_wake_locked();
 	}
+	/* Answered before its send returned: the sender frees it. */
+	sender_frees = w->answered = w->sending;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	free(w);
+	if (!sender_frees)
+		free(w);
 	zkl_sess_sync_kick();
 }
 
@@ -339,6 +345,8 @@ zkl_sess_lease_watch_nodes(void)
 			if (w == NULL)
 				break;
 			w->next = NULL;
+			w->sending = true;
+			w->answered = false;
 			w->limbo = false;
 			strcpy(w->path, n->path);
 			n->watched = true;
@@ -348,22 +356,22 @@ zkl_sess_lease_watch_nodes(void)
 			return;
 		rc = zoo_awget(zh, w->path, session_own_watcher, NULL,
 					   session_own_watched, w);
-		if (rc == ZOK)
-			continue;
 		pthread_mutex_lock(&zkl_sess_sync_mu);
-		if ((n = session_lease_find_locked(w->path)) != NULL)
+		w->sending = false;
+		if (rc != ZOK && (n = session_lease_find_locked(w->path)) != NULL)
 			n->watched = false;
-		if (rc == ZMARSHALLINGERROR)
+		if (rc == ZMARSHALLINGERROR && !w->answered)
 		{
 			/* The library may hold it: its completion, or the close, frees it. */
 			w->limbo = true;
 			w->next = zkl_lease_watch_limbo;
 			zkl_lease_watch_limbo = w;
 		}
-		else
+		else if (rc != ZOK || w->answered)
 			free(w);
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
-		return;
+		if (rc != ZOK)
+			return;
 	}
 }
 

@@ -6,8 +6,9 @@
 # - when it finds out by listing the queue (it waited behind more than one
 #   node), its zk_lock fails at once with 08000 naming the lock;
 # - when the lock is handed to it by the deletion notice alone (the node
-#   it waited for was the only one ahead), the next lease proof finds its
-#   node gone and marks the lock lost (zk_locks, commit refusal).
+#   it waited for was the only one ahead), the watch on its own node has
+#   marked that node lost, and the grant fails naming the lock; should the
+#   grant win that race, the lock shows lost (zk_locks, commit refusal).
 # Either way the lock is free for others, and nothing is left behind.
 
 use strict;

@@ -116,6 +116,18 @@ engine_raise_expired(ZklContender *c)
 }
 
 /*
+ * A node of ours is lost: gone with the session, or, while the session
+ * lives, deleted by another client (its owner's watch said so).
+ */
+pg_noreturn static void
+engine_raise_lost(ZklContender *c)
+{
+	if (zkl_session_health(c->epoch, NULL) != ZKL_HEALTH_LOST)
+		engine_raise_vanished(c);
+	engine_raise_expired(c);
+}
+
+/*
  * An answer said the connection or the session went: reconnect.  Answers
  * that say the session went are counted, so that a session that answers
  * so while its health says otherwise (moved to another server, say) is
@@ -732,7 +744,7 @@ engine_reconnect(ZklContender *c)
 	}
 	h = zkl_session_prove(c->epoch, proved, c->deadline);
 	if (h == ZKL_HEALTH_LOST)
-		engine_raise_expired(c);
+		engine_raise_lost(c);
 	if (h == ZKL_HEALTH_IN_DOUBT)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -1026,7 +1038,7 @@ zkl_engine_run_set(ZklContender *cs, int n)
 		 */
 		for (int i = 0; i < n && !timed_out; i++)
 			if (zkl_session_prove(cs[i].epoch, cs[i].node, 0) != ZKL_HEALTH_HELD)
-				engine_raise_expired(&cs[i]);
+				engine_raise_lost(&cs[i]);
 	}
 	PG_CATCH();
 	{

@@ -26,7 +26,10 @@
  * too, must be proven: inside the session's lease that costs nothing,
  * after it one bounded round trip, and a lock that is lost (or cannot be
  * proven before the ensemble may have expired its session) refuses the
- * commit.  A transaction lock refuses even a read-only commit: its client
+ * commit.  The same locks are looked at again at XACT_EVENT_COMMIT, after
+ * the commit record and any wait for synchronous replication: one lost
+ * meanwhile gets a WARNING (the commit stands), or with
+ * zklock.on_lock_loss = terminate the connection ends without a reply.  A transaction lock refuses even a read-only commit: its client
  * reads the COMMIT as "done under the lock", and a NOTIFY gets its
  * transaction id only after PRE_COMMIT.  Under a lost session lock alone
  * a read-only commit goes ahead, so that the views and the release
@@ -835,6 +838,16 @@ lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 	}
 	lockset_record(lock, dir, node, *token, xact);
 	lockset_count_end(&clk, name->display, mode, ZKL_ACQ_ACQUIRED);
+	/*
+	 * A lease let go of the semaphore's mutex on its way out: wait for that
+	 * release as for any other, so that the next acquirer finds the mutex
+	 * free once this call returns.
+	 */
+	if (max_leases > 0)
+	{
+		zkl_released = true;
+		lockset_await_releases(ZKL_AT_STATEMENT);
+	}
 	return true;
 }
 
@@ -1156,6 +1169,70 @@ lockset_refuse_prepare(void)
 	lockset_check_losses(true, TransactionIdIsValid(GetTopTransactionIdIfAny()));
 }
 
+/* The WARNING of a lock found lost once its transaction had committed. */
+static int
+lockset_committed_message(ZklLock *lock, bool terminate)
+{
+	if (terminate && lock->key.lease != 0)
+		return errmsg("terminating connection because lease of ZooKeeper semaphore \"%s\" was lost before the commit completed",
+					  lock->name);
+	if (terminate)
+		return errmsg("terminating connection because ZooKeeper lock \"%s\" (%s) was lost before the commit completed",
+					  lock->name, lockset_mode(lock));
+	if (lock->key.lease != 0)
+		return errmsg("lease of ZooKeeper semaphore \"%s\" was lost before the commit completed",
+					  lock->name);
+	return errmsg("ZooKeeper lock \"%s\" (%s) was lost before the commit completed",
+				  lock->name, lockset_mode(lock));
+}
+
+/*
+ * After the commit record and any wait for synchronous replication: the
+ * locks that the proof at PRE_COMMIT vouched for (the same ones: every
+ * transaction lock, and the session locks of a transaction that wrote)
+ * may have been lost while the commit waited, and another client may
+ * have taken them.  Nothing can be taken back and nothing may raise now,
+ * so say so with a WARNING, as synchronous replication says a cancelled
+ * wait.  A pure read of their health, no round trip.  Returns whether
+ * zklock.on_lock_loss = terminate asks to end the connection.
+ */
+static bool
+lockset_check_committed(bool wrote)
+{
+	HASH_SEQ_STATUS it;
+	ZklLock    *lock;
+	bool		terminate = false;
+
+	hash_seq_init(&it, zkl_locks);
+	while ((lock = hash_seq_search(&it)) != NULL)
+	{
+		if ((!wrote && lockset_xact_holds(lock) == 0) ||
+			zkl_recipe_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST)
+			continue;
+		lockset_count_lost(lock);
+		terminate = zkl_on_lock_loss == ZKL_LOSS_TERMINATE;
+		ereport(WARNING,
+				(errcode(ERRCODE_CONNECTION_EXCEPTION),
+				 lockset_committed_message(lock, terminate),
+				 errdetail("The transaction has already committed locally, but the lock was lost while the commit completed: another client may have taken it.")));
+	}
+	return terminate;
+}
+
+/*
+ * End the connection once the commit is done, without a reply, as
+ * synchronous replication does when terminated during its wait: the
+ * client has the WARNING, and the backend exits at its next interrupt
+ * check (CommitTransaction holds interrupts until it is done).
+ */
+static void
+lockset_terminate_after_commit(void)
+{
+	whereToSendOutput = DestNone;
+	ProcDiePending = true;
+	InterruptPending = true;
+}
+
 /* End every transaction hold; for commit and abort.  Never raises. */
 static void
 lockset_end_xact_holds(void)
@@ -1176,6 +1253,8 @@ lockset_end_xact_holds(void)
 static void
 lockset_xact_callback(XactEvent event, void *arg)
 {
+	bool		terminate;
+
 	(void) arg;
 	if (hash_get_num_entries(zkl_locks) == 0)
 		return;
@@ -1190,8 +1269,11 @@ lockset_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
+			terminate = lockset_check_committed(TransactionIdIsValid(GetTopTransactionIdIfAny()));
 			lockset_end_xact_holds();
 			lockset_await_releases(ZKL_AT_COMMIT);
+			if (terminate)
+				lockset_terminate_after_commit();
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:

@@ -176,6 +176,7 @@ extern void zkl_sess_lease_renew_locked(const ZklStamp *sent);
 extern bool zkl_sess_lease_lost_locked(void);
 extern void zkl_sess_lease_mark_lost_locked(void);
 extern void zkl_sess_lease_wake_locked(void);
+extern void zkl_sess_lease_watch_nodes(void);
 extern void zkl_sess_lease_reset_locked(void);
 extern bool zkl_sess_lease_start(void);
 extern void zkl_sess_lease_stop(void);

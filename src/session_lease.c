@@ -33,7 +33,11 @@
  * The session's lock nodes are registered here (by the create's
  * completion, or when a node is found again after a lost reply) and
  * forgotten when released; the first node of a session starts a new
- * lease.  When the lease runs out or the ensemble ends the session, the
+ * lease.  Each registered node carries a data watch of our own, so that
+ * its deletion by anyone else (an operator breaking the lock) makes its
+ * lock lost when the ensemble tells us, not at the next proof; the only
+ * delay left is the holder's server applying the delete later than the
+ * server of whoever takes the lock next (README, "Deleted nodes").  When the lease runs out or the ensemble ends the session, the
  * locks are lost for good (recorded in session_state.c) and every node
  * still registered is queued for deletion, in case the ensemble still
  * knows the session.
@@ -61,7 +65,18 @@ typedef struct ZklNode
 	struct ZklNode *next;
 	char	   *path;
 	bool		lost;			/* deleted by someone else */
+	bool		watched;		/* our watch on it is set or under way */
 } ZklNode;
+
+/* One request for a watch on a node of ours; freed by its completion. */
+typedef struct ZklOwnWatch
+{
+	struct ZklOwnWatch *next;	/* in limbo */
+	bool		sending;		/* its zoo_awget has not returned yet */
+	bool		answered;		/* its completion ran while sending */
+	bool		limbo;			/* refused with ZMARSHALLINGERROR */
+	char		path[FLEXIBLE_ARRAY_MEMBER];
+} ZklOwnWatch;
 
 /* One proof request; freed by its completion. */
 typedef struct ZklProof
@@ -86,6 +101,7 @@ static int	zkl_lease_proofs_in_flight = 0;
 static bool zkl_lease_stop = false;
 static pthread_cond_t zkl_lease_cv; /* wakes the lease thread */
 static ZklProof *zkl_lease_limbo = NULL;	/* see session_int.h */
+static ZklOwnWatch *zkl_lease_watch_limbo = NULL;
 
 /* Main-thread state. */
 static pthread_t zkl_lease_thread;
@@ -165,6 +181,7 @@ zkl_sess_lease_add_node_locked(const char *path)
 	if (zkl_lease_nodes == NULL)
 		zkl_lease_have_proof = false;	/* a new lease starts */
 	n->lost = false;
+	n->watched = false;
 	n->next = zkl_lease_nodes;
 	zkl_lease_nodes = n;
 	return true;
@@ -194,6 +211,170 @@ zkl_sess_lease_wake_locked(void)
 {
 	if (zkl_lease_cv_ready)
 		pthread_cond_signal(&zkl_lease_cv);
+}
+
+/* The registered node at path, or NULL.  Caller holds mu. */
+static ZklNode *
+session_lease_find_locked(const char *path)
+{
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+		if (strcmp(n->path, path) == 0)
+			return n;
+	return NULL;
+}
+
+/* Whether a node of ours still needs its watch.  Caller holds mu. */
+static bool
+session_lease_unwatched_locked(void)
+{
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+		if (!n->watched && !n->lost)
+			return true;
+	return false;
+}
+
+/*
+ * The watch on a node of ours, on the IO thread.  Its deletion makes its
+ * lock lost: our own releases forget the node before they delete it, so
+ * their notification finds nothing here.  A change of its data spends the
+ * watch; the lease thread sets it again.
+ */
+static void
+session_own_watcher(zhandle_t *zh, int type, int state, const char *path,
+					void *ctx)
+{
+	ZklNode    *n;
+
+	(void) zh;
+	(void) state;
+	(void) ctx;
+	if (path == NULL || (type != ZOO_DELETED_EVENT && type != ZOO_CHANGED_EVENT))
+		return;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	n = session_lease_find_locked(path);
+	if (n != NULL && type == ZOO_DELETED_EVENT)
+		n->lost = true;
+	else if (n != NULL)
+	{
+		n->watched = false;
+		zkl_sess_lease_wake_locked();
+	}
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
+}
+
+/* Take a watch request out of limbo; false when it is not there. */
+static bool
+session_own_watch_unlimbo(ZklOwnWatch *w)
+{
+	for (ZklOwnWatch **q = &zkl_lease_watch_limbo; *q; q = &(*q)->next)
+	{
+		if (*q == w)
+		{
+			*q = w->next;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The answer to a watch on a node of ours, on the IO thread: set, or the
+ * node is gone already (lost, as if notified), or the connection dropped
+ * first (the lease thread sends it again once connected).
+ */
+static void
+session_own_watched(int rc, const char *value, int value_len,
+					const struct Stat *stat, const void *data)
+{
+	ZklOwnWatch *w = (ZklOwnWatch *) data;
+	ZklNode    *n;
+	bool		sender_frees;
+
+	(void) value;
+	(void) value_len;
+	(void) stat;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (w->limbo && session_own_watch_unlimbo(w))
+	{
+		free(w);
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return;
+	}
+	n = session_lease_find_locked(w->path);
+	if (n != NULL && rc == ZNONODE)
+		n->lost = true;
+	else if (n != NULL && zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST)
+	{
+		n->watched = false;
+		zkl_sess_lease_wake_locked();
+	}
+	/* Answered before its send returned: the sender frees it. */
+	sender_frees = w->answered = w->sending;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (!sender_frees)
+		free(w);
+	zkl_sess_sync_kick();
+}
+
+/*
+ * Watch every node of ours that has no watch yet, with get-data (a data
+ * watch is not left behind on a node already gone): the ensemble then
+ * tells us at once when anyone else deletes it, an operator breaking the
+ * lock, say.  Sent right after the create's answer, from its completion,
+ * so that the acquire never waits for it; ZooKeeper runs a session's
+ * requests in order, so a deletion before the watch is set is answered
+ * ZNONODE, to the same effect.  Any thread, not holding mu; never blocks
+ * nor raises.  A send that fails leaves the node to the lease thread.
+ */
+void
+zkl_sess_lease_watch_nodes(void)
+{
+	for (;;)
+	{
+		ZklOwnWatch *w = NULL;
+		zhandle_t  *zh;
+		ZklNode    *n;
+		int			rc;
+
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		zh = zkl_sess_state_handle();
+		for (n = zkl_lease_nodes; zh != NULL && n && w == NULL; n = n->next)
+		{
+			if (n->watched || n->lost)
+				continue;
+			w = malloc(offsetof(ZklOwnWatch, path) + strlen(n->path) + 1);
+			if (w == NULL)
+				break;
+			w->next = NULL;
+			w->sending = true;
+			w->answered = false;
+			w->limbo = false;
+			strcpy(w->path, n->path);
+			n->watched = true;
+		}
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		if (w == NULL)
+			return;
+		rc = zoo_awget(zh, w->path, session_own_watcher, NULL,
+					   session_own_watched, w);
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		w->sending = false;
+		if (rc != ZOK && (n = session_lease_find_locked(w->path)) != NULL)
+			n->watched = false;
+		if (rc == ZMARSHALLINGERROR && !w->answered)
+		{
+			/* The library may hold it: its completion, or the close, frees it. */
+			w->limbo = true;
+			w->next = zkl_lease_watch_limbo;
+			zkl_lease_watch_limbo = w;
+		}
+		else if (rc != ZOK || w->answered)
+			free(w);
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		if (rc != ZOK)
+			return;
+	}
 }
 
 static void
@@ -230,6 +411,13 @@ zkl_sess_lease_reset_locked(void)
 
 		zkl_lease_limbo = p->next;
 		session_proof_free(p);
+	}
+	while (zkl_lease_watch_limbo != NULL)
+	{
+		ZklOwnWatch *w = zkl_lease_watch_limbo;
+
+		zkl_lease_watch_limbo = w->next;
+		free(w);
 	}
 }
 
@@ -371,6 +559,15 @@ session_lease_main(void *arg)
 		int64_t		wait_ms = 100;
 		struct timespec until;
 
+		if (zkl_sess_state_connected_locked() && !zkl_sess_state_lost_locked() &&
+			session_lease_unwatched_locked())
+		{
+			pthread_mutex_unlock(&zkl_sess_sync_mu);
+			zkl_sess_lease_watch_nodes();
+			pthread_mutex_lock(&zkl_sess_sync_mu);
+			if (zkl_lease_stop)
+				break;
+		}
 		if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
 			!zkl_sess_state_lost_locked())
 		{
@@ -596,6 +793,7 @@ zkl_session_adopt_node(const char *path)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
+	zkl_sess_lease_watch_nodes();
 }
 
 /* Whether path is a node this session created and still holds or queues. */

@@ -250,13 +250,16 @@ session_finish(ZklOp *op, int rc)
 /*
  * A create's answer.  A lock node is registered at once, so that the
  * lease covers it and an abandoned create still gets deleted; its answer
- * is a write the quorum committed, so it renews the lease.
+ * is a write the quorum committed, so it renews the lease.  Then the node
+ * gets our watch (see zkl_sess_lease_watch_nodes), after the main thread
+ * was woken: the acquire does not wait for it.
  */
 static void
 session_created(int rc, const char *value, const struct Stat *stat,
 				const void *data)
 {
 	ZklOp	   *op = (ZklOp *) data;
+	ZklOpKind	op_kind = op->kind; /* the op may be freed below */
 	bool		issue;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
@@ -279,6 +282,8 @@ session_created(int rc, const char *value, const struct Stat *stat,
 	if (issue)
 		zkl_sess_cleanup_issue();
 	zkl_sess_sync_kick();
+	if (rc == ZOK && op_kind == ZKL_OP_CREATE_NODE)
+		zkl_sess_lease_watch_nodes();
 }
 
 static void

@@ -1,10 +1,11 @@
 # Copyright (c) zklock contributors
 #
 # No herd effect: with 50 waiters on one lock, each waiter watches only its
-# predecessor (one watch per node, one session per watched path, counted
-# with the ensemble's wchs/wchp four-letter words), and each release hands
-# the lock to exactly one waiter, in FIFO order, and fires exactly one
-# watch.
+# predecessor (besides its own node, which every contender watches to hear
+# of its deletion by another client: so at most two sessions per watched
+# path, counted with the ensemble's wchs/wchp four-letter words), and each
+# release hands the lock to exactly one waiter, in FIFO order, and fires
+# exactly one watch of another session.
 
 use strict;
 use warnings;
@@ -39,13 +40,18 @@ for my $i (1 .. $WAITERS)
 }
 ok(poll_until(sub { count_waiting($node) == $WAITERS }, 30), "$WAITERS backends wait");
 
+# Every node carries its owner's watch; all but the last one the watch of
+# the waiter behind it too.
 my $by_path = $zk->watches_by_path;
 my @lock_paths = grep { m{^/zklock/herd/} } keys %$by_path;
-is(scalar(@lock_paths), $WAITERS, 'each waiter watches a different node');
-is(scalar(grep { $by_path->{$_} != 1 } @lock_paths), 0,
-	'no node is watched by more than one session');
+is(scalar(@lock_paths), $WAITERS + 1, 'every contender watches its own node');
+is(scalar(grep { $by_path->{$_} == 2 } @lock_paths), $WAITERS,
+	'each waiter watches a different node besides its own');
+is(scalar(grep { $by_path->{$_} > 2 } @lock_paths), 0,
+	'no node is watched by more than one other session');
 ok(!exists $by_path->{'/zklock/herd'}, 'nobody watches the lock directory');
-is($zk->total_watches, $WAITERS, 'one watch per waiter in the whole ensemble');
+is($zk->total_watches, 2 * $WAITERS + 1,
+	'one watch per waiter and one per node in the whole ensemble');
 
 # Release one holder at a time: exactly the next waiter gets the lock.
 $holder->query_safe("SELECT zk_unlock('herd')");
@@ -63,7 +69,8 @@ for my $i (0 .. $WAITERS - 1)
 	# Polled: a waiter running its deadlock search (every waiter here waits
 	# past deadlock_timeout) is on the CPU, not in its wait, for a moment.
 	$woken_ok++ if poll_until(sub { count_waiting($node) == $remaining }, 5);
-	$watch_ok++ if poll_until(sub { $zk->total_watches == $remaining }, 10);
+	# the new holder's own watch, and each remaining waiter's two
+	$watch_ok++ if poll_until(sub { $zk->total_watches == 2 * $remaining + 1 }, 10);
 	$w[$i]->query_safe("SELECT zk_unlock('herd')");
 }
 is($fifo_ok, $WAITERS, 'every waiter got the lock in arrival order, tokens increasing');

@@ -2,8 +2,10 @@
 #
 # Several locks as one: zk_lock(text[]) and its forms.
 #  - a free set of 5 names in one round trip, counted through a proxy that
-#    holds every reply (so that a pipeline is one turn); its release in
-#    one; a set whose directories are missing in three, not one per name;
+#    holds every reply (so that a pipeline is one turn); the watches on its
+#    own nodes follow in a turn of their own that the set does not wait
+#    for; its release in one; a set whose directories are missing in three,
+#    not one per name;
 #  - a blocked set waits in one queue only: it holds the names before it
 #    in path order and has no node in any later queue;
 #  - timeout, cancel and terminate in the middle of a contended set leave
@@ -70,12 +72,21 @@ sub nodes_in
 	}
 	$proxy->mode('hold:300');
 	my $before = $proxy->turns;
+	my $gets = $proxy->requests('get');
+	my $t0 = time;
 	my $tokens = $s->query_safe(
 		"SELECT zk_lock(ARRAY['rt-4', 'rt-2', 'rt-5', 'rt-1', 'rt-3'])");
+	my $took = time - $t0;
 	like($tokens, qr/^\{\d+,\d+,\d+,\d+,\d+\}$/, 'a free set of 5 names: five tokens');
-	is($proxy->turns - $before, 1, 'a free set of 5 names: one round trip');
+	ok($took < 0.6, 'a free set of 5 names: it waits for one round trip (one held reply, not two)')
+	  or diag("took $took s");
+	# The watches on its own nodes, sent once the creates were answered.
+	ok(poll_until(sub { $proxy->turns - $before == 2 && $proxy->requests('get') - $gets == 5 }, 10),
+		'then five watches on its own nodes, in one turn of their own');
 	is($s->query_safe('SELECT count(*) FROM zk_locks'), '5', 'all five are held');
 
+	# A barrier: once another acquire's replies came, the watches' had.
+	$s->query_safe("SELECT zk_lock('rt-warm'), zk_unlock('rt-warm')");
 	$before = $proxy->turns;
 	is($s->query_safe("SELECT zk_unlock(ARRAY['rt-1', 'rt-2', 'rt-3', 'rt-4', 'rt-5'])"),
 		't', 'the set is released');
@@ -83,9 +94,12 @@ sub nodes_in
 	is(nodes_in(map { "rt-$_" } 1 .. 5), 0, 'and the nodes are gone when it returns');
 
 	$before = $proxy->turns;
+	$t0 = time;
 	$s->query_safe("SELECT zk_lock(ARRAY['cold-1', 'cold-2', 'cold-3', 'cold-4', 'cold-5'])");
-	is($proxy->turns - $before, 3,
-		'missing directories: three round trips (enqueue, directories, enqueue), not one per name');
+	$took = time - $t0;
+	ok(poll_until(sub { $proxy->turns - $before == 4 }, 10),
+		'missing directories: three round trips (enqueue, directories, enqueue), not one per name, then the watches');
+	ok($took < 1.2, 'it waits for three held replies, not four') or diag("took $took s");
 	$s->query_safe('SELECT zk_unlock_all()');
 	$proxy->mode('pass');
 	$s->quit;

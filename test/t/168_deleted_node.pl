@@ -1,0 +1,169 @@
+# Copyright (c) zklock contributors
+#
+# A held node deleted by another ZooKeeper client (an operator "breaking" a
+# lock with a ZooKeeper shell, a clean-up script) is a lost lock at once,
+# not at the next lease proof: the holder watches its own node.  The
+# holders here have a 60 s session, so proofs come every 10 s; every bound
+# below is far under that.
+#  1. A transaction lock: B on the other cluster takes the lock; A's COMMIT
+#     one second after the delete is refused (08000) and its row is not
+#     visible.
+#  2. A session lock shows as lost in zk_locks within 2 s; zk_unlock says
+#     so.
+#  3. A semaphore lease, likewise, and the permit is free for B.
+#  4. One member of a set: it alone is lost, and a write commit is refused.
+#  5. Our own releases are no loss: a lock released and taken again stays
+#     held, and commits.
+
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use ZkEnsemble;
+use ZklockTest;
+
+my $zk = ZkEnsemble->new(servers => 3);
+my $east = zk_cluster('east', $zk, session_timeout => 60000);
+my $west = zk_cluster('west', $zk, session_timeout => 60000);
+$east->safe_psql('postgres', 'CREATE TABLE work (name text)');
+my $hosts = $zk->connect_string;
+my $zkq = "$FindBin::Bin/../zkq.py";
+
+sub zk_delete
+{
+	my ($path) = @_;
+	my $out = `/usr/bin/python3 $zkq '$hosts' delete '$path'`;
+	chomp $out;
+	return $out;
+}
+
+sub node_of
+{
+	my ($s, $name) = @_;
+	my $node = $s->query_safe("SELECT node FROM zk_locks WHERE name = '$name'");
+	chomp $node;
+	return $node;
+}
+
+# Poll a session's view of one lock until it says lost; the seconds it took.
+sub seconds_until_lost
+{
+	my ($s, $name, $bound) = @_;
+	my $t0 = time;
+	return poll_until(sub { lock_state($s, $name) eq 'lost' }, $bound)
+	  ? time - $t0
+	  : undef;
+}
+
+my $a = waiter($east);
+my $b = waiter($west);
+$a->query_safe('\set VERBOSITY verbose');
+
+# --- 1. a transaction lock: the other cluster takes it, A may not commit
+{
+	$a->query_safe("BEGIN");
+	$a->query_safe("SELECT zk_xact_lock('broken')");
+	$a->query_safe("INSERT INTO work VALUES ('broken')");
+	my $node = node_of($a, 'broken');
+	my $t0 = time;
+	is(zk_delete($node), 'deleted', 'another client deletes A\'s transaction-lock node');
+	is($b->query_safe("SELECT zk_try_lock('broken')"), 't', 'B on the other cluster takes the lock');
+	# The scenario of the issue: A commits one second after the delete.
+	sleep(1 - (time - $t0)) if time - $t0 < 1;
+	$a->query("COMMIT");
+	like($a->{stderr}, qr/ERROR:  08000: cannot commit while ZooKeeper lock "broken" \(exclusive\) is lost/,
+		'A\'s COMMIT one second after the delete is refused with 08000');
+	$a->{stderr} = '';
+	is($east->safe_psql('postgres', "SELECT count(*) FROM work WHERE name = 'broken'"), '0',
+		'A\'s row is not visible');
+	is($a->query_safe("SELECT count(*) FROM zk_locks"), '0', 'A holds nothing afterwards');
+	$b->query_safe("SELECT zk_unlock('broken')");
+}
+
+# --- 2. a session lock shows as lost at once
+{
+	$a->query_safe("SELECT zk_lock('broken2')");
+	is(lock_state($a, 'broken2'), 'held', 'A holds a session lock');
+	is(zk_delete(node_of($a, 'broken2')), 'deleted', 'another client deletes its node');
+	my $took = seconds_until_lost($a, 'broken2', 2);
+	ok(defined $took, 'zk_locks shows it lost within 2 s (proofs come every 10 s)')
+	  or diag('state: ' . lock_state($a, 'broken2'));
+	is($b->query_safe("SELECT zk_try_lock('broken2')"), 't', 'B takes it');
+	$a->query("BEGIN; INSERT INTO work VALUES ('broken2'); COMMIT");
+	like($a->{stderr}, qr/08000: cannot commit while ZooKeeper lock "broken2" \(exclusive\) is lost/,
+		'a write commit under it is refused');
+	$a->{stderr} = '';
+	$a->query("ROLLBACK");
+	$a->{stderr} = '';
+	my ($out) = $a->query("SELECT zk_unlock('broken2')");
+	is($out, 'f', 'zk_unlock returns false');
+	like($a->{stderr}, qr/ZooKeeper lock "broken2" \(exclusive\) was lost before it was released/,
+		'and warns about the loss');
+	$a->{stderr} = '';
+	$b->query_safe("SELECT zk_unlock('broken2')");
+}
+
+# --- 3. a semaphore lease
+{
+	$a->query_safe("SELECT zk_semaphore('sem', 1)");
+	is(zk_delete(node_of($a, 'sem')), 'deleted', 'another client deletes A\'s lease node');
+	ok(defined seconds_until_lost($a, 'sem', 2), 'the lease shows lost within 2 s')
+	  or diag('state: ' . lock_state($a, 'sem'));
+	is($b->query_safe("SELECT zk_try_semaphore('sem', 1)"), 't', 'B takes the only permit');
+	my ($out) = $a->query("SELECT zk_semaphore_release('sem')");
+	is($out, 'f', 'zk_semaphore_release returns false');
+	like($a->{stderr}, qr/lease of ZooKeeper semaphore "sem" was lost before it was released/,
+		'and warns about the loss');
+	$a->{stderr} = '';
+	$b->query_safe("SELECT zk_semaphore_release_all()");
+}
+
+# --- 4. one member of a set
+{
+	$a->query_safe("SELECT zk_lock(ARRAY['m1', 'm2', 'm3'])");
+	is(zk_delete(node_of($a, 'm2')), 'deleted', 'another client deletes the node of one member');
+	ok(defined seconds_until_lost($a, 'm2', 2), 'that member shows lost within 2 s');
+	is(lock_state($a, 'm1') . ',' . lock_state($a, 'm3'), 'held,held', 'the others stay held');
+	is($b->query_safe("SELECT zk_try_lock('m2')"), 't', 'B takes the lost member');
+	$a->query("BEGIN; INSERT INTO work VALUES ('m'); COMMIT");
+	like($a->{stderr}, qr/08000: cannot commit while ZooKeeper lock "m2" \(exclusive\) is lost/,
+		'a write commit is refused');
+	$a->{stderr} = '';
+	$a->query("ROLLBACK");
+	$a->query("SELECT zk_unlock_all()");
+	$a->{stderr} = '';
+	$b->query_safe("SELECT zk_unlock('m2')");
+}
+
+# --- 5. our own releases are no loss
+{
+	for my $i (1 .. 3)
+	{
+		$a->query_safe("SELECT zk_lock('own')");
+		$a->query_safe("SELECT zk_unlock('own')");
+	}
+	$a->query_safe("SELECT zk_lock('own')");
+	$a->query_safe("BEGIN");
+	$a->query_safe("SELECT zk_xact_lock('own-x')");
+	$a->query_safe("COMMIT");
+	$a->query_safe("BEGIN");
+	$a->query_safe("SELECT zk_xact_lock('own-x')");
+	$a->query_safe("INSERT INTO work VALUES ('own')");
+	$a->query_safe("COMMIT");
+	is($east->safe_psql('postgres', "SELECT count(*) FROM work WHERE name = 'own'"), '1',
+		'a commit after our own releases goes through');
+	is(lock_state($a, 'own'), 'held', 'a lock taken again after our own releases is held');
+	my ($out) = $a->query("SELECT zk_unlock('own')");
+	is($out, 't', 'and is released without a warning');
+	is($a->{stderr}, '', 'no warning');
+}
+ok(poll_until(sub { `/usr/bin/python3 $zkq '$hosts' tree /zklock` !~ /_c_/ }, 30),
+	'no lock node is left');
+
+finish(sessions => [ $a, $b ], nodes => [ $east, $west ], zk => $zk);
+done_testing();

@@ -29,7 +29,8 @@
  * commit.  The same locks are looked at again at XACT_EVENT_COMMIT, after
  * the commit record and any wait for synchronous replication: one lost
  * meanwhile gets a WARNING (the commit stands), or with
- * zklock.on_lock_loss = terminate the connection ends without a reply.  A transaction lock refuses even a read-only commit: its client
+ * zklock.on_lock_loss = terminate the connection ends without a reply.
+ * A transaction lock refuses even a read-only commit: its client
  * reads the COMMIT as "done under the lock", and a NOTIFY gets its
  * transaction id only after PRE_COMMIT.  Under a lost session lock alone
  * a read-only commit goes ahead, so that the views and the release

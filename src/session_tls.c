@@ -255,17 +255,6 @@ tls_read_cert(const char *path, const char *setting)
 	return x;
 }
 
-/* Refuse a key with a passphrase: zklock has nowhere to keep one. */
-static int
-tls_no_passphrase(char *buf, int size, int rwflag, void *u)
-{
-	(void) buf;
-	(void) size;
-	(void) rwflag;
-	(void) u;
-	return -1;
-}
-
 /* An ASN1 time as text, for a message. */
 static char *
 tls_time_text(const ASN1_TIME *t)
@@ -705,7 +694,7 @@ zkl_sess_tls_prepare(void)
 		tls_check_validity(cert, tls_cert);
 		tls_check_key_file(tls_key);
 		f = tls_open(tls_key, "zklock.ssl_key_file");
-		key = PEM_read_PrivateKey(f, NULL, tls_no_passphrase, NULL);
+		key = PEM_read_PrivateKey(f, NULL, zkl_tls_no_passphrase, NULL);
 		fclose(f);
 		if (key == NULL)
 			ereport(ERROR,

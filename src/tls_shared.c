@@ -84,9 +84,13 @@ tls_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Never ask for a passphrase: the postmaster has no one to ask. */
-static int
-tls_no_passphrase(char *buf, int size, int rwflag, void *u)
+/*
+ * OpenSSL's passphrase callback that never gives one: zklock has nowhere
+ * to keep one, and the postmaster no one to ask (OpenSSL's default
+ * callback prompts on the terminal).
+ */
+int
+zkl_tls_no_passphrase(char *buf, int size, int rwflag, void *u)
 {
 	(void) buf;
 	(void) size;
@@ -114,7 +118,7 @@ tls_warm_file(const char *setting_value, bool key)
 	if (bio != NULL)
 	{
 		if (key)
-			EVP_PKEY_free(PEM_read_bio_PrivateKey(bio, NULL, tls_no_passphrase, NULL));
+			EVP_PKEY_free(PEM_read_bio_PrivateKey(bio, NULL, zkl_tls_no_passphrase, NULL));
 		else
 			X509_free(PEM_read_bio_X509(bio, NULL, NULL, NULL));
 		BIO_free(bio);

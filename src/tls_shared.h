@@ -22,6 +22,7 @@
 #define ZKL_TLS_KEY_MAX 1024
 
 extern void zkl_tls_shared_init(void);
+extern int	zkl_tls_no_passphrase(char *buf, int size, int rwflag, void *u);
 extern int	zkl_tls_shared_get(const char *key, unsigned char *buf, int cap);
 extern void zkl_tls_shared_put(const char *key, const unsigned char *der,
 							   int len);

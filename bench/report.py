@@ -760,7 +760,7 @@ for me in ("zklock", "zklock-xact"):
             sa, sf = a.server_per_cycle(), f.server_per_cycle()
             if sa is not None and sf is not None:
                 why += ("; the servers spend %.0f us per cycle against the C client's %.0f (their cost"
-                        " per request falls as more requests share a batch: README)" % (sa, sf))
+                        " per request falls as more requests share a batch: bench/README.md)" % (sa, sf))
         target(met,
                "distinct-lock throughput >= 80%% of the C client at %s clients%s: %.0f/s vs %.0f/s (%.0f%%)%s"
                % (meta.get("distinct_clients"), tag, a.rate, f.rate, 100 * a.rate / f.rate, why))

@@ -18,7 +18,12 @@
 # 18 is wanted).  make test without either runs on 15 and on 18.
 
 EXTENSION = zklock
-EXTVERSION = 1.1
+# The version is written once, in zklock.control (default_version); it goes
+# into the magic block (pg_get_loaded_modules() on 18), the release tarball's
+# name and the package.  META.json and debian/changelog must say the same:
+# test/t/005_version.pl checks them.
+EXTVERSION := $(shell sed -n "s/^default_version = '\([^']*\)'.*/\1/p" \
+	$(dir $(firstword $(MAKEFILE_LIST)))zklock.control)
 
 MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
@@ -102,10 +107,11 @@ $(OBJS): $(wildcard src/*.h) $(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h
 # and a make or make install for 15 after it (make demo) would install 18's
 # zklock.so.  src/.pg-build names the PostgreSQL (its version and server
 # headers), rewritten only when that changes, and every object depends on
-# it.  zklock.so is linked again when the client library is rebuilt.
+# it; it names zklock's version too (compiled into the magic block).
+# zklock.so is linked again when the client library is rebuilt.
 ifneq ($(PGXS),)
 src/.pg-build: zklock-pg-check
-	@v="$$($(PG_CONFIG) --version) $$($(PG_CONFIG) --includedir-server)"; \
+	@v="$$($(PG_CONFIG) --version) $$($(PG_CONFIG) --includedir-server) zklock $(EXTVERSION)"; \
 	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$v" ]; then echo "$$v" >$@; fi
 $(OBJS): src/.pg-build
 $(shlib): $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a

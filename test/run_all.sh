@@ -126,7 +126,8 @@ run_major() {
 		out=$(sh test/check_deb.sh "$pgc")
 		echo "$out"
 		count_tap "$out"
-		if ! dpkg -i deb/"$pkg"_*.deb >/dev/null; then
+		if ! out=$(dpkg -i deb/"$pkg"_*.deb 2>&1); then
+			echo "$out"
 			echo "dpkg -i $pkg failed"
 			dpkg -P "$pkg" >/dev/null 2>&1
 			count 0 1
@@ -191,11 +192,13 @@ run_major() {
 		fi
 	fi
 	if [ -n "$pkg" ]; then
-		if dpkg -P "$pkg" >/dev/null && [ ! -e "$so" ] &&
+		# (dpkg's triggers talk on stdout and stderr: shown on failure)
+		if out=$(dpkg -P "$pkg" 2>&1) && [ ! -e "$so" ] &&
 			! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
 			echo "ok 1 - dpkg -P $pkg removed zklock from PostgreSQL $major"
 			count 1 0
 		else
+			echo "$out"
 			echo "not ok 1 - dpkg -P $pkg left zklock installed in PostgreSQL $major"
 			count 0 1
 		fi

@@ -75,16 +75,15 @@ ask_flags() {
 ask_flags
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
 	[ -f "$prefix/lib/libzookeeper.a" ]; then
-	# A build made before the source was noted: Debian's .dsc names it.
+	# A build made before the source was noted: Debian's .dsc names it
+	# (debian/rules needs it; zklock.so does not).
 	dsc=$(ls "$cache"/zkc-src/dl/zookeeper_3.8.0-*.dsc 2>/dev/null | head -n 1)
 	if [ ! -f "$prefix/source" ] && [ -z "$tarball" ] && [ -n "$dsc" ]; then
 		echo "debian zookeeper $(sed -n 's/^Version: //p' "$dsc")" \
 			>"$prefix/source" 2>/dev/null || true
 	fi
-	if [ -f "$prefix/source" ]; then
-		echo "$prefix"
-		exit 0
-	fi
+	echo "$prefix"
+	exit 0
 fi
 
 me=build_zkc.sh

@@ -1,16 +1,20 @@
 # zklock: cluster-wide advisory locks backed by a ZooKeeper ensemble.
 #
-#   make deps       install what is missing from Debian's packages, build the
-#                   TLS-capable ZooKeeper C client (test/build_zkc.sh), unpack
-#                   the ZooKeeper 3.9 server the tests also run on
-#                   (test/zk39.sh) (as root)
+#   make deps       install what building zklock needs from Debian's
+#                   packages and build the TLS-capable ZooKeeper C client
+#                   (test/deps.sh build, test/build_zkc.sh) (as root)
 #   make            build (PGXS)
+#   make deb        the Debian package postgresql-NN-zklock (debian/), in deb/
+#   make dist       zklock-VERSION.tar.gz: the last commit, with META.json
 #   make demo       ZooKeeper ensemble + two PostgreSQL clusters, see README
 #   make demo-stop  stop what make demo started
-#   make test       every test suite on PostgreSQL 15 and 18 with ZooKeeper
-#                   3.8 servers, and four TAP tests on the last major again
+#   make test       every test suite on PostgreSQL 15 (the package make deb
+#                   builds, installed with dpkg) and 18 with ZooKeeper 3.8
+#                   servers, and four TAP tests on the last major again
 #                   with ZooKeeper 3.9 servers; ends with "N passed, N failed"
 #   make bench      benchmarks under bench/
+# demo, test and bench install what they need on top of make deps
+# (test/deps.sh says what each needs).
 #
 # Which PostgreSQL: PG_CONFIG=/path/to/pg_config, as for any PGXS extension;
 # or PG=15 (Debian's) or PG=18 (built from Debian's source package into
@@ -18,7 +22,12 @@
 # 18 is wanted).  make test without either runs on 15 and on 18.
 
 EXTENSION = zklock
-EXTVERSION = 1.1
+# The version is written once, in zklock.control (default_version); it goes
+# into the magic block (pg_get_loaded_modules() on 18), the release tarball's
+# name and the package.  META.json and debian/changelog must say the same:
+# test/t/005_version.pl checks them.
+EXTVERSION := $(shell sed -n "s/^default_version = '\([^']*\)'.*/\1/p" \
+	$(dir $(firstword $(MAKEFILE_LIST)))zklock.control)
 
 MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
@@ -33,7 +42,8 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # multithreaded client sends heartbeats while the backend is busy.
 #
 # The client is Apache's, built with OpenSSL from Debian's own zookeeper
-# source package by test/build_zkc.sh (make deps) into $(ZKLOCK_ZKC):
+# source package (or Apache's release tarball) by test/build_zkc.sh (make
+# deps) into $(ZKLOCK_ZKC):
 # Debian's libzookeeper_mt has no TLS.  It is linked in statically
 # (position-independent), and --exclude-libs keeps its symbols out of
 # zklock.so's dynamic table: nothing else in the backend can bind to them,
@@ -102,10 +112,11 @@ $(OBJS): $(wildcard src/*.h) $(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h
 # and a make or make install for 15 after it (make demo) would install 18's
 # zklock.so.  src/.pg-build names the PostgreSQL (its version and server
 # headers), rewritten only when that changes, and every object depends on
-# it.  zklock.so is linked again when the client library is rebuilt.
+# it; it names zklock's version too (compiled into the magic block).
+# zklock.so is linked again when the client library is rebuilt.
 ifneq ($(PGXS),)
 src/.pg-build: zklock-pg-check
-	@v="$$($(PG_CONFIG) --version) $$($(PG_CONFIG) --includedir-server)"; \
+	@v="$$($(PG_CONFIG) --version) $$($(PG_CONFIG) --includedir-server) zklock $(EXTVERSION)"; \
 	if [ ! -f $@ ] || [ "$$(cat $@)" != "$$v" ]; then echo "$$v" >$@; fi
 $(OBJS): src/.pg-build
 $(shlib): $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a
@@ -115,7 +126,7 @@ endif
 $(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h:
 	@echo "the TLS-capable ZooKeeper client is not built in $(ZKLOCK_ZKC): run 'make deps' first" >&2; exit 1
 
-.PHONY: deps demo demo-stop test unit bench
+.PHONY: deps demo demo-stop deb dist test unit bench
 
 # The majors make test runs on: PG=, else the PG_CONFIG given, else 15 and
 # 18.  make deps builds PostgreSQL 18 only when one of them is 18.
@@ -131,16 +142,43 @@ endif
 BUILD_MAJORS = $(patsubst $(ZKLOCK_PG_CACHE)/pg/%/bin/pg_config,%,$(filter $(ZKLOCK_PG_CACHE)/pg/%,$(TEST_PG_CONFIGS)))
 
 deps:
-	@sh test/deps.sh
+	@sh test/deps.sh build
 	@sh test/build_zkc.sh >/dev/null
-	@sh test/zk39.sh >/dev/null
 	@for m in $(BUILD_MAJORS); do sh test/build_pg.sh $$m >/dev/null || exit 1; done
 
 demo: deps
+	@sh test/deps.sh demo
 	@PG_CONFIG=$(firstword $(TEST_PG_CONFIGS)) sh test/demo.sh start
 
 demo-stop:
 	@PG_CONFIG=$(firstword $(TEST_PG_CONFIGS)) sh test/demo.sh stop
+
+# make deb: postgresql-NN-zklock for each major in debian/pgversions that
+# the host has (Debian 12: 15; PG_SUPPORTED_VERSIONS=NN picks one), built
+# by dpkg-buildpackage in a copy of the tree's files (tracked and not
+# ignored) under deb/, with the client make deps built; the packages and
+# the build's log land in deb/.
+deb: deps
+	@sh test/deps.sh deb
+	@rm -rf deb && mkdir -p deb/zklock-$(EXTVERSION)
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git ls-files -z --cached --others --exclude-standard | \
+			tar --null -T - --ignore-failed-read -cf -; \
+	else tar --exclude=./deb -cf - .; fi | tar -xf - -C deb/zklock-$(EXTVERSION)
+	@cd deb/zklock-$(EXTVERSION) && ZKLOCK_ZKC=$(ZKLOCK_ZKC) \
+		dpkg-buildpackage -b -us -uc >../build.log 2>&1 || \
+		{ tail -n 40 ../build.log >&2; echo "make deb failed: deb/build.log" >&2; exit 1; }
+	@rm -rf deb/zklock-$(EXTVERSION)
+	@ls deb/*.deb
+
+# make dist: the source release, what git archive gives of the last commit
+# (META.json, PGXN's metadata, at its top; nothing generated).
+dist:
+	@grep -q '"version": "$(EXTVERSION)\(\.0\)*"' META.json || \
+		{ echo "META.json does not say version $(EXTVERSION) (zklock.control's)" >&2; exit 1; }
+	@git archive --format=tar.gz --prefix=zklock-$(EXTVERSION)/ \
+		-o zklock-$(EXTVERSION).tar.gz HEAD
+	@echo zklock-$(EXTVERSION).tar.gz
 
 # Unit tests of the pure C helpers (no PostgreSQL, no ZooKeeper).
 # The owner parser reads data written by any client: it is fuzzed under
@@ -178,9 +216,12 @@ test/zkc/test_%: test/zkc/test_%.c test/zkc/zkc_test.h test/unit/tap.h \
 		$(ZKLOCK_ZKC)/lib/libhashtable.a -lssl -lcrypto -lpthread
 
 test: deps
+	@sh test/deps.sh deb test
+	@sh test/zk39.sh >/dev/null
 	@sh test/run_all.sh $(TEST_PG_CONFIGS)
 
 bench: deps
+	@sh test/deps.sh bench
 	@sh bench/run.sh
 
 EXTRA_CLEAN = test/unit/test_names test/unit/test_owner test/unit/test_hosts $(ZKC_TESTS) results regression.diffs regression.out tmp_check src/.pg-build

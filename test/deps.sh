@@ -1,10 +1,23 @@
 #!/bin/sh
-# Install what zklock needs from Debian's packages; a no-op when all is there.
-#   build:  postgresql-server-dev-15 (PGXS, pg_config), libzookeeper-mt-dev
-#   run:    zookeeper (server jars; not zookeeperd, which starts a service)
-#   test:   libipc-run-perl (TAP), python3-kazoo (tree inspection, peers),
-#           Curator's jars and a JDK (javac) for the interop peers,
-#           netcat-openbsd (four-letter words by hand),
+# Install what one job needs from Debian's packages; a no-op when all is
+# there.  The sets add up: make deps installs "build", make deb "build deb",
+# make demo "build demo", make test "build deb test", make bench "build
+# bench".  A host that only runs zklock needs none of them: PostgreSQL and
+# OpenSSL's runtime library (libssl3), which the package depends on.
+#   sh test/deps.sh [SET...]        (SET: build, the default; deb; demo;
+#                                    test; bench)
+#   build:  make, gcc, postgresql-server-dev-15 (PGXS, pg_config); for the
+#           TLS-capable ZooKeeper C client zklock links (test/build_zkc.sh):
+#           cmake, libssl-dev, patch, dpkg-dev (its source package and the
+#           hardening flags), libzookeeper-java (the jute compiler's jar)
+#           and a Java runtime to run it
+#   deb:    debhelper and postgresql-server-dev-all (pg_buildext and the
+#           pgxs debhelper sequence)
+#   demo:   postgresql-15 (the server), zookeeper (the server's jars and
+#           their Java runtime; not zookeeperd, which starts a service)
+#   test:   what demo needs, and libipc-run-perl (TAP), python3-kazoo (tree
+#           inspection, peers), Curator's jars and a JDK (javac) for the
+#           interop peers, netcat-openbsd (four-letter words by hand),
 #           pgbouncer and postgresql-15-cron (the tools users run zklock with),
 #           gdb (holds a backend at the edge of a race window in 150_windows),
 #           strace (146_io_thread: which thread makes which system call),
@@ -12,18 +25,36 @@
 #           four-letter words on a TLS-only ensemble),
 #           prometheus-postgres-exporter (197_exporter scrapes zklock's
 #           statistics through exporter/zklock_queries.yaml)
-#   The TLS-capable C client itself: test/build_zkc.sh (cmake, libssl-dev).
+#   bench:  what demo needs, and libpq-dev (the C clients), a JDK and
+#           Curator's jars, python3-kazoo, libzookeeper-mt-dev (the raw C
+#           client floor); bench/run.sh checks the same list
 set -eu
 
-PACKAGES="postgresql-15 postgresql-client-15 postgresql-server-dev-15 \
-libzookeeper-mt-dev zookeeper libipc-run-perl python3-kazoo netcat-openbsd \
+[ $# -eq 0 ] && set -- build
+PACKAGES=""
+for set in "$@"; do
+	case $set in
+	build) PACKAGES="$PACKAGES make gcc postgresql-server-dev-15 cmake libssl-dev \
+patch dpkg-dev libzookeeper-java default-jre-headless" ;;
+	deb) PACKAGES="$PACKAGES debhelper postgresql-server-dev-all" ;;
+	demo) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper" ;;
+	test) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
+libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
-default-jdk-headless make gcc pgbouncer postgresql-15-cron gdb strace \
-openssl libio-socket-ssl-perl cmake libssl-dev dpkg-dev patch \
-prometheus-postgres-exporter"
+default-jdk-headless pgbouncer postgresql-15-cron gdb strace \
+openssl libio-socket-ssl-perl prometheus-postgres-exporter" ;;
+	bench) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
+libpq-dev openjdk-17-jdk-headless libcurator-recipes-java \
+libcurator-framework-java libcurator-client-java libguava-java libslf4j-java \
+python3-kazoo libzookeeper-mt-dev coreutils" ;;
+	*) echo "deps.sh: unknown set \"$set\" (build, deb, demo, test, bench)" >&2
+		exit 2 ;;
+	esac
+done
 
 missing=""
 for p in $PACKAGES; do
+	case " $missing " in *" $p "*) continue ;; esac
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
 		missing="$missing $p"
 	fi
@@ -32,7 +63,7 @@ done
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "zklock: missing Debian packages:$missing" >&2
-	echo "zklock: run 'make deps' as root to install them" >&2
+	echo "zklock: run 'make deps' (or the make target you ran) as root to install them" >&2
 	exit 1
 fi
 echo "zklock: installing$missing"

@@ -1,7 +1,10 @@
 #!/bin/sh
-# make test: the unit tests once, then for each PostgreSQL given (its
-# pg_config; default the pg_config on PATH): build with warnings as errors,
-# install, check the exports, run pg_regress and every TAP test.  Ends with
+# make test: the unit tests and the source release's build (make dist,
+# test/check_dist.sh) once, then for each PostgreSQL given (its pg_config;
+# default the pg_config on PATH): build with warnings as errors and
+# install (Debian's PostgreSQL, as root: make deb and dpkg -i of
+# postgresql-NN-zklock, purged at the end), check the exports, run
+# pg_regress and every TAP test against what was installed.  Ends with
 # one line "N passed, N failed", summed over every major.
 #   sh test/run_all.sh [PG_CONFIG...]
 #
@@ -35,6 +38,9 @@ echo "$out"
 count_tap "$out"
 echo "$out" | grep -q '^1\.\.' || count 0 1
 out=$(sh test/check_guc_order.sh)
+echo "$out"
+count_tap "$out"
+out=$(sh test/check_dist.sh "$1")
 echo "$out"
 count_tap "$out"
 
@@ -100,16 +106,46 @@ run_major() {
 	version=$("$pgc" --version 2>/dev/null)
 	echo "== ${version:-PostgreSQL (no $pgc)}: $pgc"
 	make -s clean PG_CONFIG="$pgc" >/dev/null 2>&1
-	if ! make -s PG_CONFIG="$pgc" PG_CFLAGS="-Wall -Wextra -Werror" ||
+	# Debian's PostgreSQL (/usr/lib/postgresql/NN), as root: zklock as its
+	# users install it, the package make deb builds (postgresql-NN-zklock),
+	# installed with dpkg -i in place of make install, purged at the end.
+	pkg=""
+	major=$("$pgc" --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
+	case $pgc in
+	/usr/lib/postgresql/[0-9]*/bin/pg_config)
+		[ "$(id -u)" -eq 0 ] && pkg=postgresql-$major-zklock ;;
+	esac
+	if [ -n "$pkg" ]; then
+		echo "== make deb: $pkg"
+		if ! make -s deb PG_SUPPORTED_VERSIONS="$major" PG_UPDATECONTROL=yes \
+			PG_CFLAGS="-Wall -Wextra -Werror" >/dev/null; then
+			echo "make deb failed on ${version:-$pgc}"
+			count 0 1
+			return
+		fi
+		out=$(sh test/check_deb.sh "$pgc")
+		echo "$out"
+		count_tap "$out"
+		if ! out=$(dpkg -i deb/"$pkg"_*.deb 2>&1); then
+			echo "$out"
+			echo "dpkg -i $pkg failed"
+			dpkg -P "$pkg" >/dev/null 2>&1
+			count 0 1
+			return
+		fi
+		so="$("$pgc" --pkglibdir)/zklock.so"
+	elif ! make -s PG_CONFIG="$pgc" PG_CFLAGS="-Wall -Wextra -Werror" ||
 		! make -s PG_CONFIG="$pgc" install >/dev/null; then
 		echo "build failed on ${version:-$pgc}"
 		count 0 1
 		return
+	else
+		so=zklock.so
 	fi
-	out=$(sh test/check_exports.sh zklock.so)
+	out=$(sh test/check_exports.sh "$so")
 	echo "$out"
 	count_tap "$out"
-	out=$(sh test/check_hardening.sh zklock.so)
+	out=$(sh test/check_hardening.sh "$so")
 	echo "$out"
 	count_tap "$out"
 	out=$(sh test/check_layers.sh "$pgc")
@@ -152,6 +188,18 @@ run_major() {
 			run_tap 3.9 $ZK39_TESTS
 		else
 			echo "no ZooKeeper 3.9 server (test/zk39.sh failed)"
+			count 0 1
+		fi
+	fi
+	if [ -n "$pkg" ]; then
+		# (dpkg's triggers talk on stdout and stderr: shown on failure)
+		if out=$(dpkg -P "$pkg" 2>&1) && [ ! -e "$so" ] &&
+			! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
+			echo "ok 1 - dpkg -P $pkg removed zklock from PostgreSQL $major"
+			count 1 0
+		else
+			echo "$out"
+			echo "not ok 1 - dpkg -P $pkg left zklock installed in PostgreSQL $major"
 			count 0 1
 		fi
 	fi

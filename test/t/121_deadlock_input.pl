@@ -32,15 +32,8 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('dlinput', $zk, session_timeout => 30000);
-my @sessions;
-
-sub session
-{
-	my $s = waiter($node);
-	$s->query_safe("SET deadlock_timeout = '200ms'");
-	push @sessions, $s;
-	return $s;
-}
+# Sessions whose waits look for a deadlock after 200 ms.
+my %fast_search = (set => { deadlock_timeout => '200ms' });
 
 # Run a Python (kazoo) snippet against the ensemble; zk is the client.
 sub kazoo
@@ -82,7 +75,7 @@ for i in range(2, 302):
     zk.create('/zklock/.zklock-waits/%s' % u, data)
 EOF
 kazoo($code);
-my $w = session();
+my $w = session($node, %fast_search);
 my $wpid = backend_pid($w);
 start_wait($w, "SELECT zk_lock('crafted', '3s')");
 my ($out, $err) = finish_wait($w);
@@ -100,7 +93,7 @@ zk.create('/zklock/crafted2/_c_$S2-lock-', b'', sequence=True)
 zk.create('/zklock/.zklock-waits/$S2', json.dumps({'waits_dir': 'nonsense',
   'waits_node': 'x', 'pid': 2}).encode())
 EOF
-$w = session();
+$w = session($node, %fast_search);
 start_wait($w, "SELECT zk_lock('crafted2', '2s')");
 ($out, $err) = finish_wait($w);
 like($err, qr/ERROR:  could not obtain ZooKeeper lock "crafted2"/,
@@ -118,7 +111,7 @@ kazoo("zk.delete('/zklock/.zklock-waits', recursive=True)\n"
 sub cycle
 {
 	my ($tag, $gdb_setup) = @_;
-	my @s = (session(), session());
+	my @s = (session($node, %fast_search), session($node, %fast_search));
 	my @pid = map { backend_pid($_) } @s;
 	my $g;
 	$_->query_safe('BEGIN') for @s;
@@ -192,6 +185,5 @@ SKIP:
 		'a claim whose reply was lost is taken as this session\'s: one 40P01');
 }
 
-$_->quit for @sessions;
 finish(nodes => [$node], zk => $zk);
 done_testing();

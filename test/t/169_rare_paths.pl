@@ -29,14 +29,6 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('rare', $zk, session_timeout => 20000);
-my @sessions;
-
-sub session
-{
-	my $s = waiter($node);
-	push @sessions, $s;
-	return $s;
-}
 
 # Set a backend's soft limit on processes; the one it had, for 'orig'.
 my %orig;
@@ -53,7 +45,7 @@ sub nproc
 }
 
 # --- the IO thread cannot start
-my $s = session();
+my $s = session($node);
 my $pid = backend_pid($s);
 ok(nproc($pid, 1), 'the backend may run one process of its user');
 start_wait($s, "SELECT zk_try_lock('threads')");
@@ -77,7 +69,7 @@ is($s->query_safe("SELECT zk_try_lock('threads')"), 't', 'then the session opens
 is($s->query_safe("SELECT zk_unlock('threads')"), 't', 'and released');
 
 # --- the lease thread cannot start
-my $l = session();
+my $l = session($node);
 my $lpid = backend_pid($l);
 $l->query_safe("LOAD 'zklock'");
 nproc($lpid, 'orig');    # note the limit it has
@@ -120,7 +112,7 @@ EOF
 ok(PostgreSQL::Test::Utils::run_log(
 		[ '/usr/bin/python3', '-c', $code, $zk->connect_string ]),
 	'two lock directories that grant create and read, not delete');
-my $d = session();
+my $d = session($node);
 is($d->query_safe("SELECT zk_try_lock('noauth')"), 't', 'a lock is taken there');
 $d->query('SELECT zk_unlock(\'noauth\')');
 like($d->{stderr}, qr/WARNING:  permission denied to delete ZooKeeper node "\/zklock\/noauth\/_c_/,
@@ -133,6 +125,5 @@ like($d->{stderr}, qr/ERROR:  permission denied to delete ZooKeeper node "\/zklo
 $d->{stderr} = '';
 is($d->query_safe('SELECT count(*) FROM zk_locks'), '0', 'and holds nothing');
 
-$_->quit for @sessions;
 finish(nodes => [$node], zk => $zk);
 done_testing();

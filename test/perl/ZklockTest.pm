@@ -140,7 +140,8 @@ sub session
 # forgotten first, so a quit that dies leaves nothing for finish()).
 sub quit_session
 {
-	for my $s (@_)
+	my @quit = @_;    # a copy: the list given may be @open_sessions itself
+	for my $s (@quit)
 	{
 		@open_sessions = grep { $_ != $s } @open_sessions;
 		$s->quit;

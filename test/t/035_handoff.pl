@@ -159,8 +159,7 @@ finish_a('changed twice');
 $a->query_safe("SELECT zk_unlock('changed')");
 
 # --- 7. a full semaphore's waiter, woken by a change that leaves it full,
-# lists once, with the watch (a listing without it, then another with it,
-# was one round trip too many)
+# lists once, with the watch (not once without it and again with it)
 $h->query_safe("SELECT zk_semaphore('semwake', 1)");
 my $watches = $zk->all_watches;
 start_wait($a, "SELECT zk_semaphore('semwake', 1) > 0");

@@ -141,9 +141,9 @@ $chrooted->stop('fast');
 # restarting) give their credentials to the library while it may be
 # between two attempts; the sessions that open once the server is back
 # must carry them: every lock is taken and its node protected, none
-# refused for its ACL.  The library used to drop credentials added in that
-# state (C client patch 0008); a backend lands in it one time in five to
-# fifteen, so 24 of them.
+# refused for its ACL.  The 3.8.0 library drops credentials added in that
+# state unless C client patch 0008 keeps them; a backend lands in it one
+# time in five to fifteen, so 24 of them.
 $zk->stop_server(1);
 my @late = map { waiter($node) } 1 .. 24;
 my @lpid = map { backend_pid($_) } @late;

@@ -1,6 +1,6 @@
 # Copyright (c) zklock contributors
 #
-# The lease (issue: a lock that holds when things break).
+# The lease: a lock that holds when things break.
 #  1. A holder frozen (SIGSTOP) past its session timeout, with its COMMIT
 #     already on the socket, while another cluster takes the lock: the
 #     commit is refused, for transaction and session locks alike.

@@ -1,21 +1,20 @@
 # Copyright (c) zklock contributors
 #
 # The deadlock search reads other clients' wait entries as untrusted input,
-# and cleans up its claims (issue 38, section 5).
+# and cleans up its claims.
 #
 # - A crafted tree that runs the search into its lookup limit just before
-#   it reads a semaphore waiter's leases directory: the search must treat
-#   what it could not read as not waiting (it dereferenced a NULL listing,
-#   and the backend crashed).
+#   it reads a semaphore waiter's leases directory: the search treats what
+#   it could not read as not waiting, and the backend lives on.
 # - A wait entry naming a directory that is no lock's (a relative path):
-#   skipped, the wait goes on (the search raised the client library's
-#   refusal, and the waiter's zk_lock failed with it).
+#   skipped, the wait goes on (the client library's refusal of that path
+#   does not reach the waiter's zk_lock).
 # - The victim's claim under .zklock-deadlocks is gone when the victim's
-#   40P01 reaches the client (claims stayed as long as the session).
+#   40P01 reaches the client, not kept as long as the session.
 # - A claim whose create lost its reply (gdb turns its answer into a
 #   connection loss) is this session's: a later search that finds it takes
-#   it as its own, and the cycle still gets its one victim (every member
-#   saw the claim taken, and waits without a timeout hung).
+#   it as its own, and the cycle still gets its one victim (not every
+#   member seeing the claim taken, and waits without a timeout hanging).
 
 use strict;
 use warnings;

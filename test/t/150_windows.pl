@@ -1,8 +1,8 @@
 # Copyright (c) zklock contributors
 #
-# Windows that no fault from outside opens on time, opened with a debugger
-# (issue 13's defects 2, 3 and 4): gdb, attached to one backend, holds it
-# at the edge of the window while the fault happens, then lets it go on.
+# Windows that no fault from outside opens on time, opened with a
+# debugger: gdb, attached to one backend, holds it at the edge of the
+# window while the fault happens, then lets it go on.
 #
 # - A cancel while the watch request is under way: every request object is
 #   freed once the late answer has come (gdb counts them).
@@ -13,8 +13,9 @@
 # - An expiry while a request is being made: after the client library
 #   checked that the session lives, before it recorded the request.  The
 #   library's IO thread has answered every request it knew of with the
-#   expiry and ended; one recorded after that was never answered, and the
-#   backend waited for it until statement_timeout (C client patch 0009).
+#   expiry and ended; the stock library never answers one recorded after
+#   that, and the backend would wait for it until statement_timeout (C
+#   client patch 0009 refuses it).
 # - The connection drops while the first call opens the session, just as
 #   the main thread catches up with the library's state: the drop must
 #   stay recorded (the call fails within zklock.connect_timeout, and
@@ -66,7 +67,7 @@ sub expire_held
 	return finish_wait($s);
 }
 
-# --- defect 2: a cancel while the watch request is under way (its answer
+# --- a cancel while the watch request is under way (its answer
 # held back by the proxy).  Every request object must be freed, the
 # abandoned watch's once its late answer came; gdb counts the objects the
 # session makes and frees meanwhile.
@@ -130,7 +131,7 @@ $h->query_safe("SELECT zk_unlock('cancel-watch')");
 is($v->query_safe("SELECT zk_try_lock('cancel-watch')"), 't', 'the session works on');
 $v->query_safe("SELECT zk_unlock('cancel-watch')");
 
-# --- defect 3: the session expires after the watch is answered, before
+# --- the session expires after the watch is answered, before
 # the wait has begun.
 $h->query_safe("SELECT zk_lock('expiry')");
 my $w = session($node, %bounded, via => $proxy);
@@ -185,10 +186,10 @@ $r->query_safe("SELECT zk_unlock('race')");
 # watcher's report (it runs before the handle is published), reads the
 # library's state to catch up.  A drop the IO thread reports meanwhile
 # must stay recorded: the catch-up reads the state under the lock that the
-# watcher records it under, so the report waits and comes after it.
-# Before, it read the state without the lock and recorded it later, over
-# the report: the backend said 'connected' for as long as the connection
-# stayed down, and its first call waited until statement_timeout.
+# watcher records it under, so the report waits and comes after it.  A
+# catch-up recorded over the report would have the backend say
+# 'connected' for as long as the connection stays down, and its first call
+# wait until statement_timeout.
 my $c = session($node, via => $proxy, set => { statement_timeout => '20s' });
 $c->query_safe("SET zklock.connect_timeout = '3s'");
 is($c->query_safe("SELECT state FROM zk_session()"), 'closed',
@@ -243,7 +244,7 @@ $proxy->mode('pass');
 is($c->query_safe("SELECT zk_try_lock('catch-up')"), 't', 'with the connection back, the lock is taken');
 $c->query_safe("SELECT zk_unlock('catch-up')");
 
-# --- defect 4: an allocation fails after the recipe made the node and
+# --- an allocation fails after the recipe made the node and
 # before the lock set has recorded it.  gdb (all-stop) lets the recipe run
 # to its return, sets a breakpoint where the lock set returns to the SQL
 # function, and makes the k-th palloc-family call in between ask for more

@@ -4,7 +4,7 @@
 # debugger (gdb, as in 150_windows).
 #
 # - The client library runs out of memory after it registered a request's
-#   completion (issue 21): zoo_acreate2 registers the completion, then
+#   completion: zoo_acreate2 registers the completion, then
 #   fails to queue the request and returns ZMARSHALLINGERROR.  The request
 #   never goes out, but its completion runs later, with the object it was
 #   given: when the next reply comes (out of order, so the library drops

@@ -64,7 +64,7 @@ $a->query_safe('\set VERBOSITY verbose');
 	my $t0 = time;
 	is(zkq($hosts, 'delete', $node), 'deleted', 'another client deletes A\'s transaction-lock node');
 	is($b->query_safe("SELECT zk_try_lock('broken')"), 't', 'B on the other cluster takes the lock');
-	# The scenario of the issue: A commits one second after the delete.
+	# A commits one second after the delete.
 	sleep(1 - (time - $t0)) if time - $t0 < 1;
 	$a->query("COMMIT");
 	like($a->{stderr}, qr/ERROR:  08000: cannot commit while ZooKeeper lock "broken" \(exclusive\) is lost/,

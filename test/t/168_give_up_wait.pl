@@ -1,6 +1,6 @@
 # Copyright (c) zklock contributors
 #
-# Give-ups and clean-ups finish before the error does (issue 38, section 3).
+# Give-ups and clean-ups finish before the error does.
 #
 # - A cancelled waiter (a lock, a set, a semaphore) waits, bounded like a
 #   release, for the ensemble to answer its given-up node's delete before

@@ -1,19 +1,18 @@
 # Copyright (c) zklock contributors
 #
-# Rare paths that hung a backend or hid a failure (issue 38, section 5).
+# Rare failures surface as errors, and no backend hangs on them.
 #
 # - The client library's IO thread cannot start (the backend's limit on
 #   processes, RLIMIT_NPROC, set below what its user runs, as ulimit -u or
-#   a cgroup's pids.max does): the first zk_* call fails with 53000 (it
-#   waited for ever in zookeeper_init, every signal blocked: C client
+#   a cgroup's pids.max does): the first zk_* call fails with 53000, not
+#   waiting for ever in zookeeper_init with every signal blocked (C client
 #   patch 0030), and works once the limit is lifted.
 # - The lease thread cannot start (gdb lowers the limit just before it
-#   starts): the acquire fails with 53000 (the failure was ignored, and the
-#   lock went unproven).
+#   starts): the acquire fails with 53000; no lock goes unproven.
 # - A delete refused with ZNOAUTH (a lock directory made by someone else
 #   whose ACL grants create and read, not delete): zk_unlock says so with
-#   a WARNING, and a try that gives up raises (both reported success, and
-#   the node stayed).
+#   a WARNING, and a try that gives up raises; neither reports success
+#   while the node stays.
 
 use strict;
 use warnings;

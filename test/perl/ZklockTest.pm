@@ -255,11 +255,14 @@ sub zk_servers_of
 }
 
 # State of one lock in a session's zk_locks view ('' when not there).
+# With in_txn => 1, read inside a transaction that is rolled back: no
+# commit, which would be refused once the lock is lost.
 sub lock_state
 {
-	my ($session, $name) = @_;
-	my $out = $session->query_safe(
-		"SELECT coalesce(max(state), '') FROM zk_locks WHERE name = '$name'");
+	my ($session, $name, %opt) = @_;
+	my $sql = "SELECT coalesce(max(state), '') FROM zk_locks WHERE name = '$name'";
+	$sql = "BEGIN; $sql; ROLLBACK" if $opt{in_txn};
+	my $out = $session->query_safe($sql);
 	chomp $out;
 	return $out;
 }

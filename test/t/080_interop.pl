@@ -68,7 +68,6 @@ my $jars = $curator_jars;
 my $classes = "$PostgreSQL::Test::Utils::tmp_check/interop_classes";
 my $peer_logs = $PostgreSQL::Test::Utils::log_path;
 
-
 # --- prerequisites: missing ones fail the test, nothing is skipped
 my @missing = grep { !-r } split /:/, $jars;
 is("@missing", '', 'Curator and ZooKeeper client jars are installed')

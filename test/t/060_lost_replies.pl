@@ -27,9 +27,8 @@ my $proxy = ZkProxy->new($zk->port(1));
 # --- 6. the reply to a create is lost: the node is adopted, not created twice
 my $h = session($node);
 $h->query_safe("SELECT zk_lock('reply')");
-my $x = session($node, via => $proxy);
+my $x = session($node, via => $proxy, warm => 1);
 my $xpid = backend_pid($x);
-$x->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
 is(scalar(my @c = zk_servers_of($zk, $xpid)), 0, 'backend talks to ZooKeeper only through the proxy');
 
 $proxy->mode('swallow');
@@ -124,9 +123,8 @@ unlike($err . $w->{stderr}, qr/zookeeper client/, 'and not the client');
 my $h4 = session($node);
 $h4->query_safe("SELECT zk_lock('cancel-watch')");
 my ($hnode) = zk_children($zk, '/zklock/cancel-watch');
-my $v = session($node, via => $proxy);
+my $v = session($node, via => $proxy, warm => 1);
 my $vpid = backend_pid($v);
-$v->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
 my $notes = $v->query_safe('SELECT notifications FROM zk_session()');
 my $gets = $proxy->requests('get');
 $proxy->mode('delay:1500');

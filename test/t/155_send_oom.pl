@@ -84,8 +84,7 @@ sub create_with_callocs
 	return @r;
 }
 
-my $s = session($node, %bounded);
-$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+my $s = session($node, %bounded, warm => 1);
 my $pid = backend_pid($s);
 my $g = ZkGdb->attach($pid);
 plan skip_all => $ZkGdb::why unless $g;

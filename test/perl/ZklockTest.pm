@@ -1,8 +1,10 @@
 # Copyright (c) zklock contributors
 #
 # Shared pieces of the zklock TAP tests: PostgreSQL clusters wired to a
-# ZkEnsemble, a look at the ZooKeeper tree, and polling helpers.  Every wait
-# is a bounded poll of a condition, never a fixed sleep.
+# ZkEnsemble, background psql sessions (session(), ended by finish()), a
+# look at the ZooKeeper tree (zkq()), other clients' peers (curator(),
+# start_peer()), and polling helpers.  Every wait is a bounded poll of a
+# condition, never a fixed sleep.
 
 package ZklockTest;
 

@@ -169,8 +169,9 @@ SKIP:
 		sub {
 			my ($g) = @_;
 			# The first claim's answer becomes a connection loss, though the
-			# server made the claim (the old code made it with a create, the
-			# new one with a multi: either completion).
+			# server made the claim: the answer of the multi that makes it
+			# (session_claimed), or of a plain create (session_created) in a
+			# build without that completion.
 			my $multi = ($g->cmd('info line session_claimed') // '') =~ /starts at/;
 			my $bp = $multi
 			  ? 'tbreak *session_claimed if $rdi == 0'

@@ -1,8 +1,10 @@
 # Copyright (c) zklock contributors
 #
 # Shared pieces of the zklock TAP tests: PostgreSQL clusters wired to a
-# ZkEnsemble, a look at the ZooKeeper tree, and polling helpers.  Every wait
-# is a bounded poll of a condition, never a fixed sleep.
+# ZkEnsemble, background psql sessions (session(), ended by finish()), a
+# look at the ZooKeeper tree (zkq()), other clients' peers (curator(),
+# start_peer()), and polling helpers.  Every wait is a bounded poll of a
+# condition, never a fixed sleep.
 
 package ZklockTest;
 
@@ -19,12 +21,12 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-our @EXPORT = qw(zk_cluster zk_children zk_count zk_data poll_until waiter
-  start_wait finish_wait backend_pid is_waiting in_call started count_waiting finish
-  zk_servers_of lock_state peer_send peer_line peer_cmd
-  $curator_jars compile_peers start_peer curator_peer peer_quit);
+our @EXPORT = qw(zk_cluster zk_children zk_count zk_data zkq poll_until waiter
+  session quit_session quit_all_sessions start_wait finish_wait backend_pid is_waiting in_call
+  started count_waiting finish zk_servers_of lock_state peer_send peer_line
+  peer_cmd $curator_jars compile_peers start_peer curator peer_quit);
 
-my $zkq = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
+my $zkq_py = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
 
 # A started cluster with zklock configured for $zk and the extension made.
 sub zk_cluster
@@ -46,11 +48,32 @@ sub zk_cluster
 	return $node;
 }
 
+# Run test/zkq.py (kazoo) against $zk, a ZkEnsemble or a connect string:
+# what it printed, chomped; $? holds its exit status.  Options go first, in
+# a hash ref: auth => 'user:password' (a digest identity), tls => [ CA,
+# certificate, key ] (TLS with that client certificate).  The command's
+# words go to zkq.py as they are (no shell).
+sub zkq
+{
+	my $opt = ref $_[0] eq 'HASH' ? shift : {};
+	my ($zk, @cmd) = @_;
+	my $hosts = ref $zk ? $zk->connect_string : $zk;
+	my @pre;
+	push @pre, '--auth', $opt->{auth} if $opt->{auth};
+	push @pre, '--tls', join(',', @{ $opt->{tls} }) if $opt->{tls};
+	open(my $fh, '-|', '/usr/bin/python3', $zkq_py, @pre, $hosts, @cmd)
+	  or die "cannot run zkq.py: $!";
+	my $out = do { local $/; <$fh> } // '';
+	close $fh;
+	chomp $out;
+	return $out;
+}
+
 # Children of a znode, sorted by name; empty when it does not exist.
 sub zk_children
 {
 	my ($zk, $path) = @_;
-	my $out = `/usr/bin/python3 $zkq '@{[ $zk->connect_string ]}' ls '$path'`;
+	my $out = zkq($zk, 'ls', $path);
 	die "zkq.py failed for $path" if $? != 0;
 	return sort split /\n/, $out;
 }
@@ -64,9 +87,7 @@ sub zk_count
 sub zk_data
 {
 	my ($zk, $path) = @_;
-	my $out = `/usr/bin/python3 $zkq '@{[ $zk->connect_string ]}' get '$path'`;
-	chomp $out;
-	return $out;
+	return zkq($zk, 'get', $path);
 }
 
 # Poll $cond until true or $timeout seconds pass; returns the last result.
@@ -83,10 +104,56 @@ sub poll_until
 }
 
 # A background psql session that keeps errors going (for waits that fail).
+# The caller quits it; session() makes one that finish() quits.
 sub waiter
 {
 	my ($node) = @_;
 	return $node->background_psql('postgres', on_error_stop => 0);
+}
+
+# Sessions made by session() and not quit yet: finish() quits them.
+my @open_sessions;
+
+# A waiter on $node that finish() quits at the end of the test.  Options:
+#   via   => $proxy     reach ZooKeeper through this ZkProxy (zklock.hosts)
+#   set   => { setting => value, ... }   SET these (deadlock_timeout,
+#                       statement_timeout to bound a wait that would
+#                       otherwise never end, zklock.session_timeout, ...)
+#   warm  => 1          open the ZooKeeper session (a lock taken and
+#                       released), so that the first call of the test does
+#                       not also open it
+#   begin => 1          leave it inside a transaction block
+sub session
+{
+	my ($node, %opt) = @_;
+	my $s = waiter($node);
+	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $opt{via}->port . "'")
+	  if $opt{via};
+	my $set = $opt{set} // {};
+	$s->query_safe("SET $_ = '$set->{$_}'") for sort keys %$set;
+	$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')")
+	  if $opt{warm};
+	$s->query_safe('BEGIN') if $opt{begin};
+	push @open_sessions, $s;
+	return $s;
+}
+
+# Quit sessions made by session() before the end of the test (each is
+# forgotten first, so a quit that dies leaves nothing for finish()).
+sub quit_session
+{
+	my @quit = @_;    # a copy: the list given may be @open_sessions itself
+	for my $s (@quit)
+	{
+		@open_sessions = grep { $_ != $s } @open_sessions;
+		$s->quit;
+	}
+}
+
+# Quit every session session() made that is still open.
+sub quit_all_sessions
+{
+	quit_session(@open_sessions);
 }
 
 # Send a statement that is expected to wait; return at once.  What the
@@ -190,11 +257,14 @@ sub zk_servers_of
 }
 
 # State of one lock in a session's zk_locks view ('' when not there).
+# With in_txn => 1, read inside a transaction that is rolled back: no
+# commit, which would be refused once the lock is lost.
 sub lock_state
 {
-	my ($session, $name) = @_;
-	my $out = $session->query_safe(
-		"SELECT coalesce(max(state), '') FROM zk_locks WHERE name = '$name'");
+	my ($session, $name, %opt) = @_;
+	my $sql = "SELECT coalesce(max(state), '') FROM zk_locks WHERE name = '$name'";
+	$sql = "BEGIN; $sql; ROLLBACK" if $opt{in_txn};
+	my $out = $session->query_safe($sql);
 	chomp $out;
 	return $out;
 }
@@ -229,10 +299,12 @@ sub peer_cmd
 	return peer_line($p, $timeout) // '(no reply)';
 }
 
-# Quit background sessions, stop clusters and the ensemble, by handle.
+# The end of a test: quit the sessions session() made that are still
+# open and the waiters given, stop the clusters and the ensemble.
 sub finish
 {
 	my (%what) = @_;
+	quit_all_sessions();
 	$_->quit for @{ $what{sessions} // [] };
 	$_->stop('fast') for @{ $what{nodes} // [] };
 	$what{zk}->stop if $what{zk};
@@ -252,13 +324,18 @@ END
 	eval { $_->{h}->kill_kill(grace => 2) } for @live_peers;
 }
 
+# Where compile_peers put the classes; curator() runs LockPeer from there.
+my $peer_classes;
+
 # Compile test/interop Java sources into $classes; true on success.
 sub compile_peers
 {
 	my ($classes, @sources) = @_;
 	File::Path::make_path($classes);
-	return PostgreSQL::Test::Utils::run_log(
+	my $ok = PostgreSQL::Test::Utils::run_log(
 		[ 'javac', '-nowarn', '-d', $classes, '-cp', $curator_jars, @sources ]);
+	$peer_classes = $classes if $ok;
+	return $ok;
 }
 
 # Start a peer process (stderr to the test's log directory) and wait for
@@ -274,13 +351,33 @@ sub start_peer
 	return $p;
 }
 
-# A Curator peer (test/interop/LockPeer.java, compiled into $classes) on
-# $path of ensemble $hosts; $mode as LockPeer takes it.
-sub curator_peer
+# A Curator peer (test/interop/LockPeer.java, built by compile_peers) on
+# $path of $zk (a ZkEnsemble or a connect string), named $name; $mode as
+# LockPeer takes it (mutex, read, write, semaphore:MAX, multi).  With
+# tls => { keystore => PEM, truststore => PEM, protocol => TLSv1.3 or
+# undef }, it connects over TLS with Netty, as ZooKeeper's Java client does.
+sub curator
 {
-	my ($classes, $hosts, $name, $path, $mode) = @_;
+	my ($zk, $name, $path, $mode, %opt) = @_;
+	die 'curator() before compile_peers()' unless $peer_classes;
+	my $hosts = ref $zk ? $zk->connect_string : $zk;
+	my $jars = $curator_jars;
+	my @jvm;
+	if (my $tls = $opt{tls})
+	{
+		$jars .= ':' . join ':',
+		  map { "/usr/share/java/$_.jar" } qw(netty-codec netty-resolver);
+		@jvm = (
+			'-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty',
+			'-Dzookeeper.client.secure=true',
+			($tls->{protocol} ? "-Dzookeeper.ssl.protocol=$tls->{protocol}" : ()),
+			"-Dzookeeper.ssl.keyStore.location=$tls->{keystore}",
+			'-Dzookeeper.ssl.keyStore.type=PEM',
+			"-Dzookeeper.ssl.trustStore.location=$tls->{truststore}",
+			'-Dzookeeper.ssl.trustStore.type=PEM');
+	}
 	return start_peer($name, 'java', '-Xmx128m', '-XX:TieredStopAtLevel=1',
-		'-cp', "$classes:$curator_jars", 'LockPeer', $hosts, $path, $mode,
+		@jvm, '-cp', "$peer_classes:$jars", 'LockPeer', $hosts, $path, $mode,
 		$name);
 }
 

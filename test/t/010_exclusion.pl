@@ -19,14 +19,6 @@ use ZklockTest;
 my $zk = ZkEnsemble->new(servers => 3);
 my $n1 = zk_cluster('east', $zk);
 my $n2 = zk_cluster('west', $zk);
-my @sessions;
-
-sub session
-{
-	my $s = waiter(shift);
-	push @sessions, $s;
-	return $s;
-}
 
 # --- two backends of one cluster
 my $a = session($n1);
@@ -161,5 +153,5 @@ ok(poll_until(sub { zk_count($zk, '/zklock/to') == 1 }, 30),
 	'timed-out waiters left no node behind');
 $a->query_safe("SELECT zk_unlock('to')");
 
-finish(sessions => \@sessions, nodes => [ $n1, $n2 ], zk => $zk);
+finish(nodes => [ $n1, $n2 ], zk => $zk);
 done_testing();

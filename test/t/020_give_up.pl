@@ -21,23 +21,15 @@ use ZklockTest;
 my $zk = ZkEnsemble->new(servers => 3);
 # A long session timeout, so that "freed at once" cannot be the expiry.
 my $node = zk_cluster('giveup', $zk, session_timeout => 60000, preload => 1);
-my @sessions;
 
-sub session
-{
-	my $s = waiter($node);
-	push @sessions, $s;
-	return $s;
-}
-
-my $holder = session();
+my $holder = session($node);
 $holder->query_safe("SELECT zk_lock('g')");
 
 # Start a waiter on 'g', return (session, pid) once its node is queued.
 sub queued_waiter
 {
 	my ($sql) = @_;
-	my $s = session();
+	my $s = session($node);
 	my $pid = backend_pid($s);
 	my $before = zk_count($zk, '/zklock/g');
 	start_wait($s, $sql);
@@ -95,11 +87,10 @@ ok(time - $t0 < 30, 'well before the 60 s session timeout');
 ok($out > 0 && $err eq '', 'terminated holder\'s successor has a token');
 
 # --- a backend ending normally frees its session locks at once
-my $quitter = session();
+my $quitter = session($node);
 $quitter->query_safe("SELECT zk_lock('q'), zk_lock_shared('q2')");
 is(zk_count($zk, '/zklock/q'), 1, 'holder node exists');
-$quitter->quit;
-@sessions = grep { $_ != $quitter } @sessions;
+quit_session($quitter);
 ok(poll_until(sub { zk_count($zk, '/zklock/q') == 0 && zk_count($zk, '/zklock/q2') == 0 }, 30),
 	'nodes vanish when the backend exits');
 is($node->safe_psql('postgres', "SELECT zk_try_lock('q')"), 't', 'lock is free for others');
@@ -113,7 +104,7 @@ like($json, qr/"database":"postgres"/, 'node data names the database');
 
 # --- preloaded, but a backend that never calls zk_* has no session, no threads
 is($node->safe_psql('postgres', 'SHOW shared_preload_libraries'), 'zklock', 'library is preloaded');
-my $idle = session();
+my $idle = session($node);
 my $idle_pid = backend_pid($idle);
 $idle->query_safe('SELECT count(*) FROM pg_class');
 my @tasks = glob("/proc/$idle_pid/task/*");
@@ -125,5 +116,5 @@ is(scalar(@tasks), 3,
 	'the first zk_* call starts the IO and lease threads: no completion thread');
 is(scalar(my @one = zk_servers_of($zk, $idle_pid)), 1, 'and opens one ZooKeeper connection');
 
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

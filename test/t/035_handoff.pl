@@ -23,19 +23,6 @@ use ZklockTest;
 my $zk = ZkEnsemble->new(servers => 3);
 my $node = zk_cluster('handoff', $zk);
 my $proxy = ZkProxy->new($zk->port(1));
-my $zkq = "$FindBin::Bin/../zkq.py";
-my @sessions;
-
-sub session
-{
-	my ($via_proxy) = @_;
-	my $s = waiter($node);
-	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'") if $via_proxy;
-	# No deadlock search (it lists directories) during these short waits.
-	$s->query_safe("SET deadlock_timeout = '10min'");
-	push @sessions, $s;
-	return $s;
-}
 
 sub listings { return $proxy->requests('list') + $proxy->requests('list2'); }
 
@@ -47,12 +34,13 @@ sub token_of
 	return $t;
 }
 
-my $h = session(0);     # holder, straight to the ensemble
-my $b = session(0);     # a second contender
-my $a = session(1);     # the observed waiter, through the proxy
+# No deadlock search (it lists directories) during these short waits.
+my %quiet = (set => { deadlock_timeout => '10min' });
+my $h = session($node, %quiet);    # holder, straight to the ensemble
+my $b = session($node, %quiet);    # a second contender
+my $a = session($node, %quiet, via => $proxy, warm => 1);    # the observed waiter
 my $apid = backend_pid($a);
 my $bpid = backend_pid($b);
-$a->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
 is(scalar(my @c = zk_servers_of($zk, $apid)), 0, 'the waiter talks to ZooKeeper only through the proxy');
 ok(listings() >= 1, 'the proxy counts the listings the waiter sends');
 
@@ -135,10 +123,10 @@ $a->query_safe("SELECT zk_unlock_shared('writers')");
 
 # --- 5. a node no known recipe names, at the head: list again
 my $hosts = $zk->connect_string;
-is(`/usr/bin/python3 $zkq '$hosts' create /zklock/foreign/x0000000000`, "created\n",
+is(zkq($hosts, 'create', '/zklock/foreign/x0000000000'), 'created',
 	'a foreign client creates a node with its own naming');
 $before = queue_a("SELECT zk_lock('foreign')", '/zklock/foreign', 2);
-is(`/usr/bin/python3 $zkq '$hosts' delete /zklock/foreign/x0000000000`, "deleted\n",
+is(zkq($hosts, 'delete', '/zklock/foreign/x0000000000'), 'deleted',
 	'the foreign client deletes it');
 finish_a('foreign head');
 is(listings() - $before, 1, 'foreign head: one listing before it holds');
@@ -170,8 +158,7 @@ finish_a('changed twice');
 $a->query_safe("SELECT zk_unlock('changed')");
 
 # --- 7. a full semaphore's waiter, woken by a change that leaves it full,
-# lists once, with the watch (a listing without it, then another with it,
-# was one round trip too many)
+# lists once, with the watch (not once without it and again with it)
 $h->query_safe("SELECT zk_semaphore('semwake', 1)");
 my $watches = $zk->all_watches;
 start_wait($a, "SELECT zk_semaphore('semwake', 1) > 0");
@@ -183,7 +170,7 @@ poll_until(sub {
 		  && $zk->all_watches > $watches }, 30)
   or die 'the semaphore waiter did not queue';
 $before = listings();
-is(`/usr/bin/python3 $zkq '$hosts' create /zklock/semwake/leases/foreign-lease`, "created\n",
+is(zkq($hosts, 'create', '/zklock/semwake/leases/foreign-lease'), 'created',
 	'a foreign client adds a lease: still full');
 ok(poll_until(sub { listings() - $before >= 1 && is_waiting($node, $apid) }, 30),
 	'the waiter wakes, lists and waits again');
@@ -191,12 +178,12 @@ ok(poll_until(sub { listings() - $before >= 1 && is_waiting($node, $apid) }, 30)
 my $quiet = time + 1;
 poll_until(sub { listings() - $before > 1 || time > $quiet }, 5);
 is(listings() - $before, 1, 'full semaphore: one listing per wake, with the watch');
-is(`/usr/bin/python3 $zkq '$hosts' delete /zklock/semwake/leases/foreign-lease`, "deleted\n",
+is(zkq($hosts, 'delete', '/zklock/semwake/leases/foreign-lease'), 'deleted',
 	'the foreign lease goes');
 $h->query_safe("SELECT zk_semaphore_release('semwake')");
 is(finish_a('semaphore'), 't', 'the waiter takes the lease once the holder releases');
 $a->query_safe("SELECT zk_semaphore_release('semwake')");
 
 $proxy->stop;
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

@@ -19,22 +19,14 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 3);
 my $node = zk_cluster('failover', $zk, session_timeout => 20000);
-my @sessions;
-
-sub session
-{
-	my $s = waiter($node);
-	push @sessions, $s;
-	return $s;
-}
 
 # --- 1. kill the leader while a lock is held and two backends wait
-my $holder = session();
+my $holder = session($node);
 my $tok = $holder->query_safe("SELECT zk_lock('fo')");
 my (@w, @pid);
 for my $i (0 .. 1)
 {
-	my $s = session();
+	my $s = session($node);
 	my $pid = backend_pid($s);
 	start_wait($s, "SELECT zk_lock('fo')");
 	poll_until(sub { is_waiting($node, $pid) && zk_count($zk, '/zklock/fo') == $i + 2 })
@@ -67,7 +59,7 @@ $zk->restart_server($leader);
 ok($zk->wait_for_quorum(60), 'killed server rejoins');
 
 # --- 2. kill the server the holder is connected to
-my $h2 = session();
+my $h2 = session($node);
 my $h2pid = backend_pid($h2);
 my $tok2 = $h2->query_safe("SELECT zk_lock('mv')");
 my @conn = zk_servers_of($zk, $h2pid);
@@ -85,5 +77,5 @@ $h2->query_safe("SELECT zk_unlock('mv')");
 ok(poll_until(sub { zk_count($zk, '/zklock/mv') == 0 }, 30), 'released after the move');
 $zk->restart_server($victim);
 
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

@@ -5,9 +5,9 @@
 # so the kernel accepts a new connection and the handshake is never
 # answered.  Left to itself, the C client waits two thirds of the session
 # timeout for that handshake before it tries the next server, longer than
-# zklock.connect_timeout: a new session that drew the frozen server first
-# failed although a majority was up.  Each server's attempt now gets its
-# share of connect_timeout.
+# zklock.connect_timeout, so a new session that drew the frozen server
+# first would fail although a majority is up.  zklock gives each server's
+# attempt its share of connect_timeout.
 #
 # The connect string names the frozen follower and one other server; the
 # client shuffles it, so each new backend draws the frozen one first half

@@ -45,22 +45,12 @@ my $tok_s = $s->query_safe("SELECT zk_lock('ls')");
 $t->query_safe("SELECT zk_lock('lt')");
 is($a->query_safe("SELECT state FROM zk_locks"), 'held', 'transaction lock held');
 
-# State of a lock without committing (a commit would be refused once lost).
-sub state_in_txn
-{
-	my ($session, $name) = @_;
-	my $out = $session->query_safe(
-		"BEGIN; SELECT coalesce(max(state), '') FROM zk_locks WHERE name = '$name'; ROLLBACK");
-	chomp $out;
-	return $out;
-}
-
 $zk->pause_server($_) for 1 .. 3;
 ok(poll_until(sub { $a->query_safe("SELECT state FROM zk_locks") eq 'in doubt' }, 30),
 	'locks are in doubt once the connection is gone');
 ok(poll_until(sub { $a->query_safe("SELECT state FROM zk_locks") eq 'lost' }, 30),
 	'transaction lock is lost past the session timeout');
-ok(poll_until(sub { state_in_txn($s, 'ls') eq 'lost' && state_in_txn($t, 'lt') eq 'lost' }, 30),
+ok(poll_until(sub { lock_state($s, 'ls', in_txn => 1) eq 'lost' && lock_state($t, 'lt', in_txn => 1) eq 'lost' }, 30),
 	'session locks are lost too');
 $zk->resume_server($_) for 1 .. 3;
 ok($zk->wait_for_quorum(60), 'ensemble serves again');

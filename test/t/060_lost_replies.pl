@@ -23,23 +23,12 @@ use ZklockTest;
 my $zk = ZkEnsemble->new(servers => 3);
 my $node = zk_cluster('faults', $zk, session_timeout => 20000);
 my $proxy = ZkProxy->new($zk->port(1));
-my @sessions;
-
-sub session
-{
-	my ($via_proxy) = @_;
-	my $s = waiter($node);
-	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'") if $via_proxy;
-	push @sessions, $s;
-	return $s;
-}
 
 # --- 6. the reply to a create is lost: the node is adopted, not created twice
-my $h = session(0);
+my $h = session($node);
 $h->query_safe("SELECT zk_lock('reply')");
-my $x = session(1);
+my $x = session($node, via => $proxy, warm => 1);
 my $xpid = backend_pid($x);
-$x->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
 is(scalar(my @c = zk_servers_of($zk, $xpid)), 0, 'backend talks to ZooKeeper only through the proxy');
 
 $proxy->mode('swallow');
@@ -65,9 +54,9 @@ $x->query_safe("SELECT zk_unlock('reply')");
 ok(poll_until(sub { zk_count($zk, '/zklock/reply') == 0 }, 30), 'no orphan after the release');
 
 # --- 7. cancel a waiter while ZooKeeper is unreachable for it
-my $h2 = session(0);
+my $h2 = session($node);
 $h2->query_safe("SELECT zk_lock('unreach')");
-my $w = session(1);
+my $w = session($node, via => $proxy);
 my $wpid = backend_pid($w);
 # Without synchronous_release the cancel does not wait for its give-up
 # delete (test/t/168_give_up_wait.pl tests that wait): here the delete
@@ -76,7 +65,7 @@ $w->query_safe('SET zklock.synchronous_release = off');
 start_wait($w, "SELECT zk_lock('unreach')");
 ok(poll_until(sub { is_waiting($node, $wpid) && zk_count($zk, '/zklock/unreach') == 2 }),
 	'waiter behind the proxy is queued');
-my $v = session(0);
+my $v = session($node);
 my $vpid = backend_pid($v);
 start_wait($v, "SELECT zk_lock('unreach')");
 ok(poll_until(sub { is_waiting($node, $vpid) && zk_count($zk, '/zklock/unreach') == 3 }),
@@ -102,9 +91,9 @@ ok($out > 0 && $err eq '', 'with a token');
 # --- a wait cut off from the ensemble until its timeout ends with a
 # connection error (08006), never with "not granted": nobody holds the lock
 # by then, and the waiter cannot know.
-my $h3 = session(0);
+my $h3 = session($node);
 $h3->query_safe("SELECT zk_lock('cutoff')");
-my $c = session(1);
+my $c = session($node, via => $proxy);
 my $cpid = backend_pid($c);
 $c->query_safe('\\set VERBOSITY verbose');
 start_wait($c, "SELECT zk_try_lock('cutoff', '4s')");
@@ -131,12 +120,11 @@ unlike($err . $w->{stderr}, qr/zookeeper client/, 'and not the client');
 # the proxy): the library registers the watch only when the reply arrives,
 # after the give-up; the watch must still go, and the holder's release must
 # not wake the cancelled backend.
-my $h4 = session(0);
+my $h4 = session($node);
 $h4->query_safe("SELECT zk_lock('cancel-watch')");
 my ($hnode) = zk_children($zk, '/zklock/cancel-watch');
-my $v = session(1);
+my $v = session($node, via => $proxy, warm => 1);
 my $vpid = backend_pid($v);
-$v->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
 my $notes = $v->query_safe('SELECT notifications FROM zk_session()');
 my $gets = $proxy->requests('get');
 $proxy->mode('delay:1500');
@@ -206,5 +194,5 @@ ok( poll_until(
 	'its locks are gone once the ensemble is heard again');
 
 $proxy->stop;
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

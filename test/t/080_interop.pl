@@ -68,9 +68,6 @@ my $jars = $curator_jars;
 my $classes = "$PostgreSQL::Test::Utils::tmp_check/interop_classes";
 my $peer_logs = $PostgreSQL::Test::Utils::log_path;
 
-my @sessions;
-
-
 # --- prerequisites: missing ones fail the test, nothing is skipped
 my @missing = grep { !-r } split /:/, $jars;
 is("@missing", '', 'Curator and ZooKeeper client jars are installed')
@@ -119,8 +116,7 @@ my $NOW = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 sub pg
 {
 	my ($name, @setup) = @_;
-	my $s = waiter($node);
-	push @sessions, $s;
+	my $s = session($node);
 	$s->query_safe($_) for @setup;
 	my $pid = backend_pid($s);
 	$label{$pid} = $name;
@@ -169,12 +165,6 @@ sub pg_release
 }
 
 # --- peers
-sub curator
-{
-	my ($name, $path, $mode) = @_;
-	return curator_peer($classes, $hosts, $name, $path, $mode);
-}
-
 sub kazoo
 {
 	my ($name, $path, $mode) = @_;
@@ -195,8 +185,7 @@ sub peer_silent
 # contenders in order, "/s" for shared, "*" for holders.  PG backends by
 # label, other clients by their node data (the peers' id), hand-made nodes
 # by name.
-my $obs = waiter($node);
-push @sessions, $obs;
+my $obs = session($node);
 
 sub queue_rows
 {
@@ -284,7 +273,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	my $path = $obs->query_safe("SELECT zk_lock_path('$lock')");
 	is($path, "/zklock/$lock", 'zk_lock_path names the lock directory');
 	my ($p1, $p2) = (pg('pg1'), pg('pg2'));
-	my $cu = curator('curator-1', $path, 'mutex');
+	my $cu = curator($hosts, 'curator-1', $path, 'mutex');
 
 	($tok, $t0) = pg_take($p1, 'zk_lock', $lock);
 	ok($tok > 0, 'pg1 holds');
@@ -334,8 +323,8 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	my $path = "/zklock/$lock";
 	my $rw = "SET zklock.node_naming = 'readwrite'";
 	my ($p3, $p4) = (pg('pg3', $rw), pg('pg4', $rw));
-	my $cr = curator('curator-r', $path, 'read');
-	my $cw = curator('curator-w', $path, 'write');
+	my $cr = curator($hosts, 'curator-r', $path, 'read');
+	my $cw = curator($hosts, 'curator-w', $path, 'write');
 
 	ok(acquired_at(peer_cmd($cr, 'acquire')), 'Curator read lock on a free lock');
 	($tok) = pg_take($p3, 'zk_lock_shared', $lock);
@@ -460,7 +449,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	my $lock = 'mixed';
 	my $path = "/zklock/$lock";
 	my ($pa, $pb) = (pg('pga'), pg('pgb'));
-	my $cu = curator('curator-m', $path, 'mutex');
+	my $cu = curator($hosts, 'curator-m', $path, 'mutex');
 	my $kz = kazoo('kazoo-m', $path, 'lock');
 
 	($tok, $t0) = pg_take($pa, 'zk_lock', $lock);
@@ -498,7 +487,7 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	my $lock = 'wrap-max';
 	my $path = "/zklock/$lock";
 	my ($pa, $pb, $pc, $pd) = (pg('wa'), pg('wb'), pg('wc'), pg('wd'));
-	my $cu = curator('curator-x', $path, 'mutex');
+	my $cu = curator($hosts, 'curator-x', $path, 'mutex');
 
 	($tok, $t0) = pg_take($pa, 'zk_lock', $lock);
 	like(node_of($lock, 'wa'), qr/-lock-2147483644$/,
@@ -595,5 +584,5 @@ my ($tok, $t0, $t1, $err, $line, $acq);
 	peer_quit($adm);
 }
 
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

@@ -22,28 +22,18 @@ use ZklockTest;
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('secure', $zk, preload => 1,
 	conf => [ "zklock.auth = 'zklock:s3cret-pw'", "zklock.root = '/secure'" ]);
-my $zkq = "$FindBin::Bin/../zkq.py";
-
-sub zkq
-{
-	my (@args) = @_;
-	my $out = `/usr/bin/python3 $zkq @args`;
-	chomp $out;
-	return $out;
-}
-
 my $a = waiter($node);
 my $tok = $a->query_safe("SELECT zk_lock('vault')");
 my $path = $a->query_safe("SELECT node FROM zk_locks WHERE name = 'vault'");
 like($path, qr{^/secure/vault/_c_}, 'lock node under the configured root');
 my $hosts = $zk->connect_string;
 
-is(zkq($hosts, 'delete', "'$path'"), 'NoAuthError', 'an unauthenticated client cannot delete the node');
-is(zkq('--auth', 'mallory:guess', $hosts, 'delete', "'$path'"), 'NoAuthError',
+is(zkq($hosts, 'delete', $path), 'NoAuthError', 'an unauthenticated client cannot delete the node');
+is(zkq({ auth => 'mallory:guess' }, $hosts, 'delete', $path), 'NoAuthError',
 	'another digest identity cannot delete it');
 is(zkq($hosts, 'delete', '/secure/vault'), 'NoAuthError', 'nor remove the lock directory');
 is(zk_count($zk, '/secure/vault'), 1, 'the node is still there');
-like(zkq($hosts, 'get', "'$path'"), qr/"cluster_name":"secure"/, 'but everyone can read who holds it');
+like(zkq($hosts, 'get', $path), qr/"cluster_name":"secure"/, 'but everyone can read who holds it');
 is($node->safe_psql('postgres',
 	"SET zklock.auth = ''; SELECT count(*) FROM zk_lock_queue('vault') WHERE holds"),
 	'1', 'a backend without credentials sees the queue');
@@ -140,7 +130,7 @@ is(zkq($hosts, 'create', '/open-chroot/open-root'), 'created',
 my $h = waiter($chrooted);
 $h->query_safe("SELECT zk_lock('shared-res')");
 my $held = '/open-chroot' . $h->query_safe("SELECT node FROM zk_locks WHERE name = 'shared-res'");
-is(zkq($hosts, 'delete', "'$held'"), 'NoAuthError',
+is(zkq($hosts, 'delete', $held), 'NoAuthError',
 	'the anonymous client cannot delete the holder\'s node under an open root and chroot');
 is($chrooted->safe_psql('postgres', "SELECT zk_try_lock('shared-res')"), 'f',
 	'so a second backend cannot take the lock');
@@ -151,9 +141,9 @@ $chrooted->stop('fast');
 # restarting) give their credentials to the library while it may be
 # between two attempts; the sessions that open once the server is back
 # must carry them: every lock is taken and its node protected, none
-# refused for its ACL.  The library used to drop credentials added in that
-# state (C client patch 0008); a backend lands in it one time in five to
-# fifteen, so 24 of them.
+# refused for its ACL.  The 3.8.0 library drops credentials added in that
+# state unless C client patch 0008 keeps them; a backend lands in it one
+# time in five to fifteen, so 24 of them.
 $zk->stop_server(1);
 my @late = map { waiter($node) } 1 .. 24;
 my @lpid = map { backend_pid($_) } @late;
@@ -178,7 +168,7 @@ for my $i (0 .. $#late)
 }
 is(scalar @taken, 24, 'once the server is back, every one takes its lock');
 my $lnode = $late[0]->query_safe("SELECT node FROM zk_locks WHERE name = 'after-restart-0'");
-is(zkq($hosts, 'delete', "'$lnode'"), 'NoAuthError',
+is(zkq($hosts, 'delete', $lnode), 'NoAuthError',
 	'its credentials protect the node: an unauthenticated client cannot delete it');
 $_->quit for @late;
 

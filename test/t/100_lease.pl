@@ -1,6 +1,6 @@
 # Copyright (c) zklock contributors
 #
-# The lease (issue: a lock that holds when things break).
+# The lease: a lock that holds when things break.
 #  1. A holder frozen (SIGSTOP) past its session timeout, with its COMMIT
 #     already on the socket, while another cluster takes the lock: the
 #     commit is refused, for transaction and session locks alike.
@@ -29,7 +29,6 @@ my $east = zk_cluster('east', $zk, session_timeout => 20000,
 my $west = zk_cluster('west', $zk, session_timeout => 20000, max_connections => 60);
 $east->safe_psql('postgres', 'CREATE TABLE work (name text)');
 my $hosts = $zk->connect_string;
-my $zkq = "$FindBin::Bin/../zkq.py";
 
 # Holders with a 3 s session that take their lock and write a row.
 sub holders
@@ -147,7 +146,7 @@ for my $way ('zk_unlock_all', 'commit')
 		my $gone = poll_until(
 			sub {
 				$left = grep { m{/_c_} } split /\n/,
-				  `/usr/bin/python3 $zkq '$hosts' tree '$root'`;
+				  zkq($hosts, 'tree', $root);
 				$left == 0;
 			},
 			1);
@@ -161,7 +160,7 @@ for my $way ('zk_unlock_all', 'commit')
 	$s->query_safe("SET zklock.session_timeout = '3s'");
 	$s->query_safe("SELECT zk_lock('stolen')");
 	my $node = $s->query_safe("SELECT node FROM zk_locks WHERE name = 'stolen'");
-	is(`/usr/bin/python3 $zkq '$hosts' delete '$node'`, "deleted\n",
+	is(zkq($hosts, 'delete', $node), 'deleted',
 		'another client deletes the holder\'s node');
 	# Read the state without committing: a commit is refused once lost.
 	ok( poll_until(

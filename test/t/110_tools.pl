@@ -216,7 +216,7 @@ my %put = (
 );
 for my $n (sort keys %put)
 {
-	my $r = `/usr/bin/python3 $FindBin::Bin/../zkq.py '@{[ $zk->connect_string ]}' put '$dir/$n' $put{$n}`;
+	my $r = zkq($zk, 'put', "$dir/$n", $put{$n});
 	chomp $r;
 	die "put $n: $r" unless $r eq 'created';
 }

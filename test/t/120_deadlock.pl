@@ -32,14 +32,6 @@ my $east = zk_cluster('east', $zk, %conf);
 my $west = zk_cluster('west', $zk, %conf);
 my $north = zk_cluster('north', $zk, %conf);
 
-sub session
-{
-	my ($node) = @_;
-	my $s = waiter($node);
-	$s->query_safe('BEGIN');
-	return $s;
-}
-
 # Finish waits and sort them into (errors matching 40P01, successes).
 sub outcomes
 {
@@ -51,8 +43,8 @@ sub outcomes
 
 # --- two clusters, opposite order
 {
-	my $a = session($east);
-	my $b = session($west);
+	my $a = session($east, begin => 1);
+	my $b = session($west, begin => 1);
 	$a->query_safe("SELECT zk_xact_lock('dl-a')");
 	$b->query_safe("SELECT zk_xact_lock('dl-b')");
 	my $t0 = time;
@@ -75,7 +67,7 @@ sub outcomes
 	$victim->{stderr} = '';
 	$_->query_safe('ROLLBACK') for ($a, $b);
 	is($victim->query_safe('SELECT count(*) FROM zk_locks'), '0', 'its transaction lock is gone');
-	$_->quit for ($a, $b);
+	quit_session($a, $b);
 	ok(poll_until(sub { zk_count($zk, '/zklock/dl-a') + zk_count($zk, '/zklock/dl-b') == 0 }, 30),
 		'no node left behind');
 }
@@ -91,7 +83,7 @@ sub settled
 # --- three backends, three clusters
 {
 	my @nodes = ($east, $west, $north);
-	my @s = map { session($_) } @nodes;
+	my @s = map { session($_, begin => 1) } @nodes;
 	my @pids = map { backend_pid($_) } @s;
 	my @l = qw(c3-x c3-y c3-z);
 	$s[$_]->query_safe("SELECT zk_xact_lock('$l[$_]')") for 0 .. 2;
@@ -108,7 +100,7 @@ sub settled
 	my ($out, $err) = finish_wait($s[$waiting]);
 	ok($out > 0 && $err eq '', 'and the third, once that one ends');
 	$s[$waiting]->query_safe('ROLLBACK');
-	$_->quit for @s;
+	quit_session(@s);
 }
 
 # --- the upgrade: shared held, exclusive asked, another cluster's writer between
@@ -149,8 +141,8 @@ sub settled
 	my ($found, $one) = (0, 0);
 	for my $trial (1 .. 10)
 	{
-		my $a = session($east);
-		my $b = session($west);
+		my $a = session($east, begin => 1);
+		my $b = session($west, begin => 1);
 		$a->query_safe("SELECT zk_xact_lock('same-$trial-a')");
 		$b->query_safe("SELECT zk_xact_lock('same-$trial-b')");
 		# The barrier: both requests are written before either is read back.
@@ -160,7 +152,7 @@ sub settled
 		$found++ if @$dead >= 1;
 		$one++ if @$dead == 1 && @$ok == 1;
 		$_->query_safe('ROLLBACK') for ($a, $b);
-		$_->quit for ($a, $b);
+		quit_session($a, $b);
 	}
 	is($found, 10, 'simultaneous waits: the cycle is found every time');
 	is($one, 10, 'with exactly one victim every time');
@@ -306,6 +298,5 @@ for my $ordered (1, 0)
 	}
 }
 
-$_->stop('fast') for ($east, $west, $north);
-$zk->stop;
+finish(nodes => [ $east, $west, $north ], zk => $zk);
 done_testing();

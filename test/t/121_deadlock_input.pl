@@ -1,21 +1,20 @@
 # Copyright (c) zklock contributors
 #
 # The deadlock search reads other clients' wait entries as untrusted input,
-# and cleans up its claims (issue 38, section 5).
+# and cleans up its claims.
 #
 # - A crafted tree that runs the search into its lookup limit just before
-#   it reads a semaphore waiter's leases directory: the search must treat
-#   what it could not read as not waiting (it dereferenced a NULL listing,
-#   and the backend crashed).
+#   it reads a semaphore waiter's leases directory: the search treats what
+#   it could not read as not waiting, and the backend lives on.
 # - A wait entry naming a directory that is no lock's (a relative path):
-#   skipped, the wait goes on (the search raised the client library's
-#   refusal, and the waiter's zk_lock failed with it).
+#   skipped, the wait goes on (the client library's refusal of that path
+#   does not reach the waiter's zk_lock).
 # - The victim's claim under .zklock-deadlocks is gone when the victim's
-#   40P01 reaches the client (claims stayed as long as the session).
+#   40P01 reaches the client, not kept as long as the session.
 # - A claim whose create lost its reply (gdb turns its answer into a
 #   connection loss) is this session's: a later search that finds it takes
-#   it as its own, and the cycle still gets its one victim (every member
-#   saw the claim taken, and waits without a timeout hung).
+#   it as its own, and the cycle still gets its one victim (not every
+#   member seeing the claim taken, and waits without a timeout hanging).
 
 use strict;
 use warnings;
@@ -32,15 +31,8 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('dlinput', $zk, session_timeout => 30000);
-my @sessions;
-
-sub session
-{
-	my $s = waiter($node);
-	$s->query_safe("SET deadlock_timeout = '200ms'");
-	push @sessions, $s;
-	return $s;
-}
+# Sessions whose waits look for a deadlock after 200 ms.
+my %fast_search = (set => { deadlock_timeout => '200ms' });
 
 # Run a Python (kazoo) snippet against the ensemble; zk is the client.
 sub kazoo
@@ -82,7 +74,7 @@ for i in range(2, 302):
     zk.create('/zklock/.zklock-waits/%s' % u, data)
 EOF
 kazoo($code);
-my $w = session();
+my $w = session($node, %fast_search);
 my $wpid = backend_pid($w);
 start_wait($w, "SELECT zk_lock('crafted', '3s')");
 my ($out, $err) = finish_wait($w);
@@ -100,7 +92,7 @@ zk.create('/zklock/crafted2/_c_$S2-lock-', b'', sequence=True)
 zk.create('/zklock/.zklock-waits/$S2', json.dumps({'waits_dir': 'nonsense',
   'waits_node': 'x', 'pid': 2}).encode())
 EOF
-$w = session();
+$w = session($node, %fast_search);
 start_wait($w, "SELECT zk_lock('crafted2', '2s')");
 ($out, $err) = finish_wait($w);
 like($err, qr/ERROR:  could not obtain ZooKeeper lock "crafted2"/,
@@ -118,7 +110,7 @@ kazoo("zk.delete('/zklock/.zklock-waits', recursive=True)\n"
 sub cycle
 {
 	my ($tag, $gdb_setup) = @_;
-	my @s = (session(), session());
+	my @s = (session($node, %fast_search), session($node, %fast_search));
 	my @pid = map { backend_pid($_) } @s;
 	my $g;
 	$_->query_safe('BEGIN') for @s;
@@ -177,8 +169,9 @@ SKIP:
 		sub {
 			my ($g) = @_;
 			# The first claim's answer becomes a connection loss, though the
-			# server made the claim (the old code made it with a create, the
-			# new one with a multi: either completion).
+			# server made the claim: the answer of the multi that makes it
+			# (session_claimed), or of a plain create (session_created) in a
+			# build without that completion.
 			my $multi = ($g->cmd('info line session_claimed') // '') =~ /starts at/;
 			my $bp = $multi
 			  ? 'tbreak *session_claimed if $rdi == 0'
@@ -192,6 +185,5 @@ SKIP:
 		'a claim whose reply was lost is taken as this session\'s: one 40P01');
 }
 
-$_->quit for @sessions;
 finish(nodes => [$node], zk => $zk);
 done_testing();

@@ -34,7 +34,6 @@ use Time::HiRes qw(sleep time);
 use ZkEnsemble;
 use ZklockTest;
 
-my $zkq = "$FindBin::Bin/../zkq.py";
 my $interop = "$FindBin::Bin/../interop";
 my $classes = "$PostgreSQL::Test::Utils::tmp_check/sem_classes";
 
@@ -57,7 +56,7 @@ sub queued { return zk_count($zk, dir_of($_[0]) . '/locks'); }
 sub own_watches
 {
 	return scalar grep { m{/_c_} } split /\n/,
-	  `/usr/bin/python3 $zkq '$hosts' tree /zklock`;
+	  zkq($hosts, 'tree', '/zklock');
 }
 
 sub sql_err
@@ -211,7 +210,7 @@ is(leases('g'), 0, 'the holder released');
 	$s->query_safe("SELECT zk_xact_semaphore('stolen', 2)");
 	$s->query_safe("INSERT INTO work VALUES ('stolen')");
 	my $node = $s->query_safe("SELECT node FROM zk_locks WHERE name = 'stolen'");
-	is(`/usr/bin/python3 $zkq '$hosts' delete '$node'`, "deleted\n",
+	is(zkq($hosts, 'delete', $node), 'deleted',
 		'another client deletes a transaction lease\'s node');
 	ok( poll_until(
 			sub {
@@ -454,15 +453,9 @@ $_->[1]->quit for @runs;
 ok(compile_peers($classes, "$interop/LockPeer.java"), 'the Curator peer compiles')
   or die 'javac failed (the test needs a JDK: default-jdk-headless)';
 
-sub curator
-{
-	my ($name, $path, $max) = @_;
-	return curator_peer($classes, $hosts, $name, $path, "semaphore:$max");
-}
-
 {
 	my $path = dir_of('shared-limit');
-	my $c = curator('c1', $path, 2);
+	my $c = curator($hosts, 'c1', $path, 'semaphore:2');
 	like(peer_cmd($c, 'acquire'), qr/^acquired/, 'Curator takes a lease');
 	like(peer_cmd($c, 'acquire'), qr/^acquired/, 'and a second: the semaphore is full');
 	my $s1 = waiter($east);
@@ -488,7 +481,7 @@ sub curator
 	$s2->query_safe("SELECT zk_unlock_all()");
 
 	# Mixed contention: two Curator peers and two backends cycle on max 2.
-	my $c2 = curator('c2', $path, 2);
+	my $c2 = curator($hosts, 'c2', $path, 'semaphore:2');
 	my (@iv, @release_errors);
 	for my $round (1 .. 5)
 	{

@@ -1,10 +1,10 @@
 # Copyright (c) zklock contributors
 #
 # A host name in zklock.hosts whose DNS never answers must not hold a
-# backend hostage (issue 13, defect 7): name resolution runs where a cancel,
-# statement_timeout and zklock.connect_timeout are served.  Before, the
-# library resolved inside zookeeper_init2 with every signal blocked, and
-# each of these waited for the resolver's full timeout (here 2 x 30 s).
+# backend hostage: name resolution runs where a cancel, statement_timeout
+# and zklock.connect_timeout are served.  The library, left to resolve
+# inside zookeeper_init2 with every signal blocked, would make each of
+# these wait for the resolver's full timeout (here 2 x 30 s).
 #
 # Runs under test/dns_jail.sh (make test does this as root): a mount
 # namespace whose /etc/resolv.conf names a resolver that never answers.

@@ -21,19 +21,9 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $east = zk_cluster('east', $zk);
-my @sessions;
-
-# A backend with zklock loaded and no session: zk_session() opens nothing.
-sub fresh_session
-{
-	my $s = waiter($east);
-	$s->query_safe("SET statement_timeout = '60s'");
-	push @sessions, $s;
-	return $s;
-}
-
-my $numeric = fresh_session();
-my $named = fresh_session();
+# Backends with zklock loaded and no session: zk_session() opens nothing.
+my $numeric = session($east, set => { statement_timeout => '60s' });
+my $named = session($east, set => { statement_timeout => '60s' });
 {
 	my $probe = ZkGdb->attach(backend_pid($numeric));
 	plan skip_all => $ZkGdb::why unless $probe;
@@ -73,5 +63,5 @@ $named->query_safe("SET zklock.hosts = '$hosts'");
 is(resolver_started($named, "SELECT zk_try_lock('r-2') AND zk_unlock('r-2')"), 1,
 	'a host name is resolved on the resolver thread');
 
-$_->quit for @sessions;
+quit_all_sessions();
 done_testing();

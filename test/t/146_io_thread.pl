@@ -1,7 +1,7 @@
 # Copyright (c) zklock contributors
 #
-# Where a request and its answer cross threads (issue 24: the CPU per
-# cycle).  zklock's C client patches 0006 and 0007 run the library's
+# Where a request and its answer cross threads (the CPU per cycle).
+# zklock's C client patches 0006 and 0007 run the library's
 # callbacks on its IO thread (no completion thread), and let the main
 # thread write a request to the socket itself instead of waking the IO
 # thread through a pipe for it; with TLS the IO thread still sends all
@@ -13,8 +13,8 @@
 #     one byte);
 #   - the main thread's wake-ups (the eventfd, eight bytes) are written by
 #     the thread that reads the answers: the IO thread, not a third one.
-# Before the patches the main thread made no sendmsg call, wrote the pipe
-# once per request batch, and a completion thread wrote the eventfd.
+# Without the patches the main thread makes no sendmsg call, writes the
+# pipe once per request batch, and a completion thread writes the eventfd.
 
 use strict;
 use warnings;

@@ -2,11 +2,10 @@
 #
 # zklock.hosts as ZooKeeper's own clients read a connect string: an IPv6
 # server in brackets, a server without a port on 2181, blanks around the
-# entries, empty entries skipped.  Before, zklock
-# looked host names up for IPv4 only and handed the rest to the C client,
-# which took "[::1]:2181" for a host named "[::1]" (No such file or
-# directory), refused "zk1" (Invalid argument), and connected a port of
-# 99999 to port 34463.  A connect string that cannot be read is refused
+# entries, empty entries skipped.  zklock reads the servers itself: the C
+# client, handed the string as it is, takes "[::1]:2181" for a host named
+# "[::1]" (No such file or directory), refuses "zk1" (Invalid argument),
+# and connects a port of 99999 to port 34463.  A connect string that cannot be read is refused
 # when it is set (src/hosts.c; test/unit/test_hosts.c has the cases).
 #
 # The ensemble listens on 127.0.0.1 only (as every test's does); a proxy

@@ -5,8 +5,8 @@
 # library's socket and the pipe that wakes its IO thread.  A child holding
 # them keeps the connection open after the backend closed it, and can
 # write to the session's socket.  The client is built with
-# WANT_SOCK_CLOEXEC and patch 0014 (the pipe); before, the child of COPY
-# held the socket and both ends of the pipe.  The descriptors are matched
+# WANT_SOCK_CLOEXEC and patch 0014 (the pipe); without them the child of
+# COPY holds the socket and both ends of the pipe.  The descriptors are matched
 # by what they are (socket:[inode], pipe:[inode]), as /proc shows them.
 
 use strict;

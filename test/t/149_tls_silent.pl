@@ -3,10 +3,10 @@
 # A server that accepts the connection and never answers the TLS handshake
 # (a paused or overloaded process, a wrong port): a session open over TLS
 # must fail within zklock.connect_timeout, and the backend must go on.  The
-# 3.8.0 client looped in SSL_connect() on its IO thread with no time limit,
-# so zookeeper_close(), which joins that thread, never returned: the call
-# hung past any timeout (C client patches 0002 and 0005 bound the
-# handshake).  The silent server is a listening socket of this test that
+# stock 3.8.0 client loops in SSL_connect() on its IO thread with no time
+# limit, so zookeeper_close(), which joins that thread, never returns and
+# the call hangs past any timeout; C client patches 0002 and 0005 bound
+# the handshake.  The silent server is a listening socket of this test that
 # never accepts: the kernel completes the TCP handshake for it.
 
 use strict;

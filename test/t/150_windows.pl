@@ -1,8 +1,8 @@
 # Copyright (c) zklock contributors
 #
-# Windows that no fault from outside opens on time, opened with a debugger
-# (issue 13's defects 2, 3 and 4): gdb, attached to one backend, holds it
-# at the edge of the window while the fault happens, then lets it go on.
+# Windows that no fault from outside opens on time, opened with a
+# debugger: gdb, attached to one backend, holds it at the edge of the
+# window while the fault happens, then lets it go on.
 #
 # - A cancel while the watch request is under way: every request object is
 #   freed once the late answer has come (gdb counts them).
@@ -13,8 +13,9 @@
 # - An expiry while a request is being made: after the client library
 #   checked that the session lives, before it recorded the request.  The
 #   library's IO thread has answered every request it knew of with the
-#   expiry and ended; one recorded after that was never answered, and the
-#   backend waited for it until statement_timeout (C client patch 0009).
+#   expiry and ended; the stock library never answers one recorded after
+#   that, and the backend would wait for it until statement_timeout (C
+#   client patch 0009 refuses it).
 # - The connection drops while the first call opens the session, just as
 #   the main thread catches up with the library's state: the drop must
 #   stay recorded (the call fails within zklock.connect_timeout, and
@@ -41,21 +42,9 @@ use ZklockTest;
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('windows', $zk, session_timeout => 2000);
 my $proxy = ZkProxy->new($zk->port(1));
-my @sessions;
-
-# A backend, through the proxy or not; with $cold, no session opened yet.
-sub session
-{
-	my ($via_proxy, $session_timeout, $cold) = @_;
-	my $s = waiter($node);
-	$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'") if $via_proxy;
-	$s->query_safe("SET zklock.session_timeout = '$session_timeout'") if $session_timeout;
-	# Bounds a wait that would never end: its failure, not a hang.
-	$s->query_safe("SET statement_timeout = '20s'");
-	$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')") unless $cold;
-	push @sessions, $s;
-	return $s;
-}
+# Sessions with their ZooKeeper session open before the test's first call,
+# and a wait that would never end bounded: its failure, not a hang.
+my %bounded = (warm => 1, set => { statement_timeout => '20s' });
 
 # With gdb ($g, non-stop) holding the main thread of $s: cut $s off until
 # the ensemble expired its session (the children of $dir drop to $left),
@@ -78,15 +67,16 @@ sub expire_held
 	return finish_wait($s);
 }
 
-# --- defect 2: a cancel while the watch request is under way (its answer
+# --- a cancel while the watch request is under way (its answer
 # held back by the proxy).  Every request object must be freed, the
 # abandoned watch's once its late answer came; gdb counts the objects the
 # session makes and frees meanwhile.
-my $h = session(0);
+my $h = session($node, %bounded);
 $h->query_safe("SELECT zk_lock('cancel-watch')");
 my ($hnode) = zk_children($zk, '/zklock/cancel-watch');
 # A session timeout that outlasts gdb's pauses and the held-back answers.
-my $v = session(1, '20s');
+my $v = session($node, via => $proxy, warm => 1,
+	set => { statement_timeout => '20s', 'zklock.session_timeout' => '20s' });
 my $vpid = backend_pid($v);
 # The cancel must return while the watch's answer is still out: without
 # synchronous_release it does not wait for its give-up delete, whose answer
@@ -141,10 +131,10 @@ $h->query_safe("SELECT zk_unlock('cancel-watch')");
 is($v->query_safe("SELECT zk_try_lock('cancel-watch')"), 't', 'the session works on');
 $v->query_safe("SELECT zk_unlock('cancel-watch')");
 
-# --- defect 3: the session expires after the watch is answered, before
+# --- the session expires after the watch is answered, before
 # the wait has begun.
 $h->query_safe("SELECT zk_lock('expiry')");
-my $w = session(1);
+my $w = session($node, %bounded, via => $proxy);
 my $wpid = backend_pid($w);
 
 my $g = ZkGdb->attach($wpid, non_stop => 1);
@@ -169,7 +159,7 @@ $h->query_safe("SELECT zk_unlock('expiry')");
 # in serialize_RequestHeader: the create's request is being written, the
 # library has checked that the session lives, and the request is not
 # recorded yet.
-my $r = session(1);
+my $r = session($node, %bounded, via => $proxy);
 my $rpid = backend_pid($r);
 $r->query_safe("SELECT zk_lock('race-hold')");
 my $gr = ZkGdb->attach($rpid, non_stop => 1);
@@ -196,11 +186,11 @@ $r->query_safe("SELECT zk_unlock('race')");
 # watcher's report (it runs before the handle is published), reads the
 # library's state to catch up.  A drop the IO thread reports meanwhile
 # must stay recorded: the catch-up reads the state under the lock that the
-# watcher records it under, so the report waits and comes after it.
-# Before, it read the state without the lock and recorded it later, over
-# the report: the backend said 'connected' for as long as the connection
-# stayed down, and its first call waited until statement_timeout.
-my $c = session(1, undef, 'cold');
+# watcher records it under, so the report waits and comes after it.  A
+# catch-up recorded over the report would have the backend say
+# 'connected' for as long as the connection stays down, and its first call
+# wait until statement_timeout.
+my $c = session($node, via => $proxy, set => { statement_timeout => '20s' });
 $c->query_safe("SET zklock.connect_timeout = '3s'");
 is($c->query_safe("SELECT state FROM zk_session()"), 'closed',
 	'zklock is loaded (for gdb), with no session yet');
@@ -254,7 +244,7 @@ $proxy->mode('pass');
 is($c->query_safe("SELECT zk_try_lock('catch-up')"), 't', 'with the connection back, the lock is taken');
 $c->query_safe("SELECT zk_unlock('catch-up')");
 
-# --- defect 4: an allocation fails after the recipe made the node and
+# --- an allocation fails after the recipe made the node and
 # before the lock set has recorded it.  gdb (all-stop) lets the recipe run
 # to its return, sets a breakpoint where the lock set returns to the SQL
 # function, and makes the k-th palloc-family call in between ask for more
@@ -321,7 +311,7 @@ sub fail_allocation
 	return $fn;
 }
 
-my $c = session(0);
+my $c = session($node, %bounded);
 
 # The control: from the lock set's entry the window does allocate (the
 # entry, its node buffer), so the machinery must catch and fail one, and
@@ -382,7 +372,8 @@ for my $case (
 # sends the lease create (the mutex held by then), so that the proxy
 # swallows exactly that reply.
 {
-	my $l = session(1, '20s');
+	my $l = session($node, via => $proxy, warm => 1,
+		set => { statement_timeout => '20s', 'zklock.session_timeout' => '20s' });
 	my $lpid = backend_pid($l);
 	# Its directories made beforehand: the swallowed reply is the lease's.
 	$l->query_safe("SELECT zk_semaphore('sem-reply', 2), zk_semaphore_release_all()");
@@ -418,5 +409,5 @@ for my $case (
 }
 
 $proxy->stop;
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

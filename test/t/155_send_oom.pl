@@ -4,7 +4,7 @@
 # debugger (gdb, as in 150_windows).
 #
 # - The client library runs out of memory after it registered a request's
-#   completion (issue 21): zoo_acreate2 registers the completion, then
+#   completion: zoo_acreate2 registers the completion, then
 #   fails to queue the request and returns ZMARSHALLINGERROR.  The request
 #   never goes out, but its completion runs later, with the object it was
 #   given: when the next reply comes (out of order, so the library drops
@@ -33,16 +33,9 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('sendoom', $zk);
-my @sessions;
-
-sub session
-{
-	my $s = waiter($node);
-	# Bounds a wait that would never end: its failure, not a hang.
-	$s->query_safe("SET statement_timeout = '60s'");
-	push @sessions, $s;
-	return $s;
-}
+# Sessions whose waits end by statement_timeout when they would never end
+# otherwise: a failure, not a hang.
+my %bounded = (set => { statement_timeout => '60s' });
 
 # gdb's value of an expression, or undef.
 sub gdb_value
@@ -91,8 +84,7 @@ sub create_with_callocs
 	return @r;
 }
 
-my $s = session();
-$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
+my $s = session($node, %bounded, warm => 1);
 my $pid = backend_pid($s);
 my $g = ZkGdb->attach($pid);
 plan skip_all => $ZkGdb::why unless $g;
@@ -156,7 +148,7 @@ is($node->safe_psql('postgres', "SELECT zk_try_lock('oom'), zk_unlock('oom')"), 
 # --- descriptors: a fresh backend counts its eventfd and wait set, then
 # three descriptors for the client library; the second of those three is
 # refused.
-my $f = session();
+my $f = session($node, %bounded);
 # Loaded, for gdb to find its functions; no session is opened yet.
 $f->query_safe("LOAD 'zklock'");
 my $d = ZkGdb->attach(backend_pid($f));
@@ -185,5 +177,5 @@ $d->detach;
 is($f->query_safe("SELECT zk_try_lock('fds'), zk_unlock('fds')"), 't|t',
 	'with descriptors again, the session opens');
 
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

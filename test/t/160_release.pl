@@ -1,7 +1,7 @@
 # Copyright (c) zklock contributors
 #
 # A release has happened when it returns, and a lost transaction lock
-# never commits (issue 19).
+# never commits.
 #
 # 1. Every release form, 40 rounds each: cluster east releases, then at
 #    once cluster west tries the lock with no timeout.  With

@@ -32,15 +32,6 @@ my $east = zk_cluster('east', $zk, session_timeout => 60000);
 my $west = zk_cluster('west', $zk, session_timeout => 60000);
 $east->safe_psql('postgres', 'CREATE TABLE work (name text)');
 my $hosts = $zk->connect_string;
-my $zkq = "$FindBin::Bin/../zkq.py";
-
-sub zk_delete
-{
-	my ($path) = @_;
-	my $out = `/usr/bin/python3 $zkq '$hosts' delete '$path'`;
-	chomp $out;
-	return $out;
-}
 
 sub node_of
 {
@@ -71,9 +62,9 @@ $a->query_safe('\set VERBOSITY verbose');
 	$a->query_safe("INSERT INTO work VALUES ('broken')");
 	my $node = node_of($a, 'broken');
 	my $t0 = time;
-	is(zk_delete($node), 'deleted', 'another client deletes A\'s transaction-lock node');
+	is(zkq($hosts, 'delete', $node), 'deleted', 'another client deletes A\'s transaction-lock node');
 	is($b->query_safe("SELECT zk_try_lock('broken')"), 't', 'B on the other cluster takes the lock');
-	# The scenario of the issue: A commits one second after the delete.
+	# A commits one second after the delete.
 	sleep(1 - (time - $t0)) if time - $t0 < 1;
 	$a->query("COMMIT");
 	like($a->{stderr}, qr/ERROR:  08000: cannot commit while ZooKeeper lock "broken" \(exclusive\) is lost/,
@@ -89,7 +80,7 @@ $a->query_safe('\set VERBOSITY verbose');
 {
 	$a->query_safe("SELECT zk_lock('broken2')");
 	is(lock_state($a, 'broken2'), 'held', 'A holds a session lock');
-	is(zk_delete(node_of($a, 'broken2')), 'deleted', 'another client deletes its node');
+	is(zkq($hosts, 'delete', node_of($a, 'broken2')), 'deleted', 'another client deletes its node');
 	my $took = seconds_until_lost($a, 'broken2', 2);
 	ok(defined $took, 'zk_locks shows it lost within 2 s (proofs come every 10 s)')
 	  or diag('state: ' . lock_state($a, 'broken2'));
@@ -111,7 +102,7 @@ $a->query_safe('\set VERBOSITY verbose');
 # --- 3. a semaphore lease
 {
 	$a->query_safe("SELECT zk_semaphore('sem', 1)");
-	is(zk_delete(node_of($a, 'sem')), 'deleted', 'another client deletes A\'s lease node');
+	is(zkq($hosts, 'delete', node_of($a, 'sem')), 'deleted', 'another client deletes A\'s lease node');
 	ok(defined seconds_until_lost($a, 'sem', 2), 'the lease shows lost within 2 s')
 	  or diag('state: ' . lock_state($a, 'sem'));
 	is($b->query_safe("SELECT zk_try_semaphore('sem', 1)"), 't', 'B takes the only permit');
@@ -126,7 +117,7 @@ $a->query_safe('\set VERBOSITY verbose');
 # --- 4. one member of a set
 {
 	$a->query_safe("SELECT zk_lock(ARRAY['m1', 'm2', 'm3'])");
-	is(zk_delete(node_of($a, 'm2')), 'deleted', 'another client deletes the node of one member');
+	is(zkq($hosts, 'delete', node_of($a, 'm2')), 'deleted', 'another client deletes the node of one member');
 	ok(defined seconds_until_lost($a, 'm2', 2), 'that member shows lost within 2 s');
 	is(lock_state($a, 'm1') . ',' . lock_state($a, 'm3'), 'held,held', 'the others stay held');
 	is($b->query_safe("SELECT zk_try_lock('m2')"), 't', 'B takes the lost member');
@@ -162,7 +153,7 @@ $a->query_safe('\set VERBOSITY verbose');
 	is($out, 't', 'and is released without a warning');
 	is($a->{stderr}, '', 'no warning');
 }
-ok(poll_until(sub { `/usr/bin/python3 $zkq '$hosts' tree /zklock` !~ /_c_/ }, 30),
+ok(poll_until(sub { zkq($hosts, 'tree', '/zklock') !~ /_c_/ }, 30),
 	'no lock node is left');
 
 finish(sessions => [ $a, $b ], nodes => [ $east, $west ], zk => $zk);

@@ -27,7 +27,6 @@ my $zk = ZkEnsemble->new(servers => 3);
 my $west = zk_cluster('west', $zk);
 my $b = waiter($west);
 my $hosts = $zk->connect_string;
-my $zkq = "$FindBin::Bin/../zkq.py";
 
 # A primary whose synchronous standby is down from the start (the setting
 # is in force once the server runs: no reload to wait for).  Only sessions
@@ -85,7 +84,7 @@ sub commit_while_lost
 			},
 			30),
 		"$name: A's COMMIT waits for the synchronous standby");
-	is(`/usr/bin/python3 $zkq '$hosts' delete '$node'`, "deleted\n",
+	is(zkq($hosts, 'delete', $node), 'deleted',
 		"$name: another client deletes A's node");
 	is($b->query_safe("SELECT zk_try_lock('$name')"), 't', "$name: B on the other cluster takes the lock");
 	# A's server has sent its notification once the watch is gone from it.

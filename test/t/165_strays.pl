@@ -3,8 +3,7 @@
 # Strays: a node of a backend's live session that the backend neither
 # holds nor waits with.  One is left when a create lands after its
 # backend gave it up (the reply lost, and the sweep by its prefix ran
-# before it landed: the 30-minute checker met one after a whole-ensemble
-# pause, and everyone queued behind it waited for minutes), or when a
+# before it landed, as after a whole-ensemble pause), or when a
 # release's delete cannot be queued (out of memory).  It blocks everyone
 # behind it for as long as the session lives; the backend deletes it the
 # next time it lists that lock or semaphore.

@@ -1,13 +1,12 @@
 # Copyright (c) zklock contributors
 #
 # A create whose reply was lost, landing after the sweep that looked for
-# it (issue 38, section 3).  The backend sweeps for such a create after the
-# reconnect; the create can still land later, from a connection of the
-# session that the client gave up but a server had not read yet (the
-# 30-minute checker met one after a whole-ensemble pause).  That node of
-# the backend's live session is held by nobody, at the head of its queue:
-# the backend must sweep again after the next reconnect, without touching
-# that lock again (it deleted it only when it listed that lock again).
+# it.  The backend sweeps for such a create after the reconnect; the
+# create can still land later, from a connection of the session that the
+# client gave up but a server had not read yet (as after a whole-ensemble
+# pause).  That node of the backend's live session is held by nobody, at
+# the head of its queue: the backend sweeps again after the next
+# reconnect, without waiting until it lists that lock again.
 #
 # The test makes the late create as the paused server would: the
 # backend's create is lost in a proxy, the backend gives up and sweeps

@@ -26,16 +26,7 @@ my $zk = ZkEnsemble->new(servers => 1);
 my $east = zk_cluster('east', $zk, session_timeout => 6000);
 my $west = zk_cluster('west', $zk, session_timeout => 6000);
 $west->safe_psql('postgres', 'CREATE TABLE t167 (i int)');
-my $zkq = "$FindBin::Bin/../zkq.py";
 my $hosts = $zk->connect_string;
-
-sub zk_delete
-{
-	my ($path) = @_;
-	my $out = `/usr/bin/python3 $zkq '$hosts' delete '$path'`;
-	chomp $out;
-	return $out;
-}
 
 # The node of a backend's session in a lock directory (by its uuid's
 # session part, which zk_session does not show: the newest child that is
@@ -63,7 +54,7 @@ start_wait($b, "SELECT zk_lock('victim', '60s')");
 ok(poll_until(sub { zk_count($zk, '/zklock/victim') == 3 }), 'B queues behind D');
 my $bnode = new_child('/zklock/victim', @before, $dnode);
 ok(defined $bnode, 'B\'s node is found');
-is(zk_delete("/zklock/victim/$bnode"), 'deleted', 'another client deletes B\'s node');
+is(zkq($hosts, 'delete', "/zklock/victim/$bnode"), 'deleted', 'another client deletes B\'s node');
 my $dpid = $east->safe_psql('postgres',
 	"SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT zk_lock(''victim'', ''60s'')%' AND state = 'active'");
 ok($dpid =~ /^\d+$/, 'D\'s backend is found');
@@ -87,7 +78,7 @@ $a->query_safe("SELECT zk_lock('victim2')");
 start_wait($b, "SELECT zk_lock('victim2', '60s') > 0");
 ok(poll_until(sub { zk_count($zk, '/zklock/victim2') == 2 }), 'B queues');
 $bnode = new_child('/zklock/victim2', @before);
-is(zk_delete("/zklock/victim2/$bnode"), 'deleted', 'another client deletes B\'s node');
+is(zkq($hosts, 'delete', "/zklock/victim2/$bnode"), 'deleted', 'another client deletes B\'s node');
 $a->query_safe("SELECT zk_unlock('victim2')");
 ($bout, $berr) = finish_wait($b);
 if ($berr =~ /ERROR/)

@@ -1,6 +1,6 @@
 # Copyright (c) zklock contributors
 #
-# Give-ups and clean-ups finish before the error does (issue 38, section 3).
+# Give-ups and clean-ups finish before the error does.
 #
 # - A cancelled waiter (a lock, a set, a semaphore) waits, bounded like a
 #   release, for the ensemble to answer its given-up node's delete before
@@ -31,37 +31,23 @@ use ZklockTest;
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('giveupwait', $zk, session_timeout => 30000);
 my $proxy = ZkProxy->new($zk->port(1));
-my $zkq = "$FindBin::Bin/../zkq.py";
-my @sessions;
-
-sub session
-{
-	my ($via_proxy) = @_;
-	my $s = waiter($node);
-	if ($via_proxy)
-	{
-		# No deadlock search: its reads would wait out the proxy's lag too.
-		$s->query_safe("SET deadlock_timeout = '10min'");
-		$s->query_safe("SET zklock.hosts = '127.0.0.1:" . $proxy->port . "'");
-		$s->query_safe("SELECT zk_try_lock('warm-up'), zk_unlock('warm-up')");
-	}
-	push @sessions, $s;
-	return $s;
-}
+# Sessions through the proxy, opened before the test's first call.  No
+# deadlock search: its reads would wait out the proxy's lag too.
+my %lagged = (via => $proxy, warm => 1, set => { deadlock_timeout => '10min' });
 
 # How many nodes each of @dirs holds, read in one look at the tree.
 sub counts
 {
 	my (@dirs) = @_;
 	my @all = split /\n/,
-	  `/usr/bin/python3 $zkq '@{[ $zk->connect_string ]}' tree /zklock`;
+	  zkq($zk, 'tree', '/zklock');
 	return join ',', map {
 		my $d = $_;
 		scalar grep { m{^\Q$d\E/[^/]+$} } @all
 	} @dirs;
 }
 
-my $h = session(0);
+my $h = session($node);
 $h->query_safe(
 	"SELECT zk_lock('gw'), zk_lock('gw2'), zk_semaphore('gs', 1), zk_lock('gt')");
 
@@ -72,7 +58,7 @@ $h->query_safe(
 sub give_up_late
 {
 	my ($what, $sql, $end, $dirs, $queued, $left, $error) = @_;
-	my $w = session(1);
+	my $w = session($node, %lagged);
 	my $pid = backend_pid($w);
 	start_wait($w, $sql);
 	ok(poll_until(sub { is_waiting($node, $pid) && counts(@$dirs) eq $queued }, 30),
@@ -102,7 +88,7 @@ give_up_late('timed-out lock', "SELECT zk_lock('gt', '3s')", 'timeout',
 	['/zklock/gt'], '2', '1', qr/could not obtain ZooKeeper lock "gt"/);
 
 # --- a delete answered with ZSESSIONMOVED is sent again
-my $m = session(0);
+my $m = session($node);
 my $mpid = backend_pid($m);
 $m->query_safe("SELECT zk_lock('moved')");
 is(zk_count($zk, '/zklock/moved'), 1, 'a lock to release');
@@ -126,5 +112,5 @@ SKIP:
 }
 
 $proxy->stop;
-finish(sessions => \@sessions, nodes => [$node], zk => $zk);
+finish(nodes => [$node], zk => $zk);
 done_testing();

@@ -1,19 +1,18 @@
 # Copyright (c) zklock contributors
 #
-# Rare paths that hung a backend or hid a failure (issue 38, section 5).
+# Rare failures surface as errors, and no backend hangs on them.
 #
 # - The client library's IO thread cannot start (the backend's limit on
 #   processes, RLIMIT_NPROC, set below what its user runs, as ulimit -u or
-#   a cgroup's pids.max does): the first zk_* call fails with 53000 (it
-#   waited for ever in zookeeper_init, every signal blocked: C client
+#   a cgroup's pids.max does): the first zk_* call fails with 53000, not
+#   waiting for ever in zookeeper_init with every signal blocked (C client
 #   patch 0030), and works once the limit is lifted.
 # - The lease thread cannot start (gdb lowers the limit just before it
-#   starts): the acquire fails with 53000 (the failure was ignored, and the
-#   lock went unproven).
+#   starts): the acquire fails with 53000; no lock goes unproven.
 # - A delete refused with ZNOAUTH (a lock directory made by someone else
 #   whose ACL grants create and read, not delete): zk_unlock says so with
-#   a WARNING, and a try that gives up raises (both reported success, and
-#   the node stayed).
+#   a WARNING, and a try that gives up raises; neither reports success
+#   while the node stays.
 
 use strict;
 use warnings;
@@ -29,14 +28,6 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $node = zk_cluster('rare', $zk, session_timeout => 20000);
-my @sessions;
-
-sub session
-{
-	my $s = waiter($node);
-	push @sessions, $s;
-	return $s;
-}
 
 # Set a backend's soft limit on processes; the one it had, for 'orig'.
 my %orig;
@@ -53,7 +44,7 @@ sub nproc
 }
 
 # --- the IO thread cannot start
-my $s = session();
+my $s = session($node);
 my $pid = backend_pid($s);
 ok(nproc($pid, 1), 'the backend may run one process of its user');
 start_wait($s, "SELECT zk_try_lock('threads')");
@@ -77,7 +68,7 @@ is($s->query_safe("SELECT zk_try_lock('threads')"), 't', 'then the session opens
 is($s->query_safe("SELECT zk_unlock('threads')"), 't', 'and released');
 
 # --- the lease thread cannot start
-my $l = session();
+my $l = session($node);
 my $lpid = backend_pid($l);
 $l->query_safe("LOAD 'zklock'");
 nproc($lpid, 'orig');    # note the limit it has
@@ -120,7 +111,7 @@ EOF
 ok(PostgreSQL::Test::Utils::run_log(
 		[ '/usr/bin/python3', '-c', $code, $zk->connect_string ]),
 	'two lock directories that grant create and read, not delete');
-my $d = session();
+my $d = session($node);
 is($d->query_safe("SELECT zk_try_lock('noauth')"), 't', 'a lock is taken there');
 $d->query('SELECT zk_unlock(\'noauth\')');
 like($d->{stderr}, qr/WARNING:  permission denied to delete ZooKeeper node "\/zklock\/noauth\/_c_/,
@@ -133,6 +124,5 @@ like($d->{stderr}, qr/ERROR:  permission denied to delete ZooKeeper node "\/zklo
 $d->{stderr} = '';
 is($d->query_safe('SELECT count(*) FROM zk_locks'), '0', 'and holds nothing');
 
-$_->quit for @sessions;
 finish(nodes => [$node], zk => $zk);
 done_testing();

@@ -25,7 +25,6 @@ use File::Path qw(make_path);
 use FindBin;
 use lib "$FindBin::Bin/../perl";
 
-use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
@@ -33,8 +32,6 @@ use ZkCerts;
 use ZkEnsemble;
 use ZklockTest;
 
-my $python = '/usr/bin/python3';
-my $zkq = "$FindBin::Bin/../zkq.py";
 my $certs = ZkCerts->new(dir => "$PostgreSQL::Test::Utils::tmp_check/certs");
 my $ca = $certs->file('ca.pem');
 my $a = $certs->client('a');
@@ -49,14 +46,12 @@ my $zk = ZkEnsemble->new(
 		client_key  => $a->{key} });
 my $hosts = $zk->connect_string;
 
-# kazoo over TLS with a client certificate: zkq.py's answer.
-sub zkq
+# zkq.py's answer over TLS with client $who's certificate.
+sub zkq_as
 {
-	my ($who, @args) = @_;
+	my ($who, @cmd) = @_;
 	my $c = $certs->client($who);
-	my $out = `$python $zkq --tls $ca,$c->{cert},$c->{key} '$hosts' @args`;
-	chomp $out;
-	return $out;
+	return zkq({ tls => [ $ca, $c->{cert}, $c->{key} ] }, $hosts, @cmd);
 }
 
 # A cluster with its own copy of client a's files: key and certificate in
@@ -110,22 +105,22 @@ is($err, '', 'without an error');
 # --- the certificate identity in the ACL
 my $node = $ww->query_safe("SELECT node FROM zk_locks WHERE name = 'tls'");
 my $dn = $a->{dn};
-like(zkq('a', 'acl', "'$node'"), qr/^x509:\Q$dn\E 31$/m,
+like(zkq_as('a', 'acl', $node), qr/^x509:\Q$dn\E 31$/m,
 	'the node carries an ACL for the certificate subject (x509)');
-like(zkq('a', 'acl', '/zklock/tls'), qr/^x509:\Q$dn\E 31$/m,
+like(zkq_as('a', 'acl', '/zklock/tls'), qr/^x509:\Q$dn\E 31$/m,
 	'and so does the directory zklock created');
-is(zkq('b', 'delete', "'$node'"), 'NoAuthError',
+is(zkq_as('b', 'delete', $node), 'NoAuthError',
 	'kazoo with another certificate cannot delete the held node');
-is(zkq('b', 'delete', '/zklock/tls'), 'NoAuthError', 'nor the directory');
+is(zkq_as('b', 'delete', '/zklock/tls'), 'NoAuthError', 'nor the directory');
 is($ww->query_safe("SELECT zk_unlock('tls')"), 't', 'west releases');
 like($east->safe_psql('postgres', "SELECT zk_lock('tls'), zk_unlock('tls')"),
 	qr/^\d+\|t$/, 'east takes it again in the directory of its own identity');
 
 # Identity b cannot even create in zklock's root; a directory made with an
 # open ACL (here by a kazoo client of identity a) is refused.
-is(zkq('b', 'create', '/zklock/open-dir'), 'NoAuthError',
+is(zkq_as('b', 'create', '/zklock/open-dir'), 'NoAuthError',
 	'kazoo with another certificate cannot create in zklock\'s root');
-is(zkq('a', 'create', '/zklock/open-dir'), 'created', 'kazoo makes an open directory');
+is(zkq_as('a', 'create', '/zklock/open-dir'), 'created', 'kazoo makes an open directory');
 my ($ret, $stdout, $stderr) = $east->psql('postgres',
 	"SELECT zk_lock('open-dir')", extra_params => [ '-v', 'VERBOSITY=verbose' ]);
 like($stderr, qr/world:anyone may delete its children/,
@@ -237,34 +232,18 @@ $west->reload;
 
 # --- a Curator client over TLS (Netty client socket) and zklock exclude each other
 {
-	my $jars = join ':', map { "/usr/share/java/$_.jar" }
-	  qw(curator-recipes curator-framework curator-client guava zookeeper
-	  zookeeper-jute slf4j-api slf4j-nop netty-codec netty-resolver);
-	my $classes = "$PostgreSQL::Test::Utils::tmp_check/interop_classes";
-	make_path($classes);
-	ok(run_log([ 'javac', '-nowarn', '-d', $classes, '-cp', $jars,
-		"$FindBin::Bin/../interop/LockPeer.java" ]), 'the Curator peer compiles');
+	ok(compile_peers("$PostgreSQL::Test::Utils::tmp_check/interop_classes",
+			"$FindBin::Bin/../interop/LockPeer.java"),
+		'the Curator peer compiles');
 	# ZooKeeper 3.9 servers speak only TLS 1.3 by default (ZOOKEEPER-4415),
 	# bookworm's 3.8.0 Java client only TLS 1.2 unless its protocol is set
 	# (ZOOKEEPER-5053): against 3.9 the peer asks for TLS 1.3.
-	my @protocol =
-	  $zk->server_line eq '3.9' ? ('-Dzookeeper.ssl.protocol=TLSv1.3') : ();
-	my $p = { name => 'curator-tls', in => '', out => '' };
-	$p->{h} = IPC::Run::start(
-		[
-			'java', '-Xmx128m', '-XX:TieredStopAtLevel=1',
-			'-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty',
-			'-Dzookeeper.client.secure=true', @protocol,
-			'-Dzookeeper.ssl.keyStore.location=' . $certs->file('a.pem'),
-			'-Dzookeeper.ssl.keyStore.type=PEM',
-			"-Dzookeeper.ssl.trustStore.location=$ca",
-			'-Dzookeeper.ssl.trustStore.type=PEM',
-			'-cp', "$classes:$jars", 'LockPeer', $hosts, '/zklock/interop',
-			'mutex', 'curator-tls'
-		],
-		'<', \$p->{in}, '>', \$p->{out},
-		'2>', "$PostgreSQL::Test::Utils::log_path/peer_curator_tls.err");
-	is(peer_line($p, 60), 'ready', 'Curator connects over TLS');
+	my $p = curator(
+		$hosts, 'curator-tls', '/zklock/interop', 'mutex',
+		tls => {
+			keystore   => $certs->file('a.pem'),
+			truststore => $ca,
+			protocol   => $zk->server_line eq '3.9' ? 'TLSv1.3' : undef });
 	my $s = waiter($east);
 	$s->query_safe("SELECT zk_lock('interop')");
 	is(peer_cmd($p, 'try 300'), 'busy', 'Curator cannot take the lock zklock holds');
@@ -273,8 +252,7 @@ $west->reload;
 	is($west->safe_psql('postgres', "SELECT zk_try_lock('interop')"), 'f',
 		'zklock cannot take it while Curator holds it');
 	like(peer_cmd($p, 'release'), qr/^released/, 'Curator releases');
-	is(peer_cmd($p, 'quit'), 'bye', 'Curator quits');
-	$p->{h}->finish;
+	peer_quit($p);
 	$s->quit;
 }
 

@@ -36,19 +36,9 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $hosts = $zk->connect_string;
-my $zkq = "$FindBin::Bin/../zkq.py";
 my %conf = (conf => ["deadlock_timeout = '200ms'"]);
 my $east = zk_cluster('east', $zk, %conf);
 my $west = zk_cluster('west', $zk, %conf);
-my @sessions;
-
-sub session
-{
-	my ($node) = @_;
-	my $s = waiter($node);
-	push @sessions, $s;
-	return $s;
-}
 
 sub nodes_in
 {
@@ -67,7 +57,7 @@ sub nodes_in
 	# Persistent directories: the server's container sweep cannot take them.
 	for my $i (1 .. 5)
 	{
-		is(`/usr/bin/python3 $zkq '$hosts' create /zklock/rt-$i`, "created\n",
+		is(zkq($hosts, 'create', "/zklock/rt-$i"), 'created',
 			"directory rt-$i made by another client");
 	}
 	$proxy->mode('hold:300');
@@ -102,8 +92,7 @@ sub nodes_in
 	ok($took < 1.2, 'it waits for three held replies, not four') or diag("took $took s");
 	$s->query_safe('SELECT zk_unlock_all()');
 	$proxy->mode('pass');
-	$s->quit;
-	@sessions = grep { $_ != $s } @sessions;
+	quit_session($s);
 	$proxy->stop;
 }
 
@@ -147,8 +136,7 @@ my $watches = $zk->all_watches;
 		{
 			ok(poll_until(sub { nodes_in(@aon) == 1 }, 30),
 				'terminate: only the holder\'s node is left');
-			eval { $w->quit };    # its connection is gone: psql may be too
-			@sessions = grep { $_ != $w } @sessions;
+			eval { quit_session($w) };    # its connection is gone: psql may be too
 		}
 		ok(poll_until(sub { $zk->all_watches == $watches }, 30), "$how: no watch left");
 	}
@@ -295,7 +283,7 @@ my $watches = $zk->all_watches;
 		my $p = $east->safe_psql('postgres', "SELECT zk_lock_path('cm-$_')");
 		$p
 	} 1 .. 3;
-	my $peer = curator_peer($classes, $hosts, 'multi', $paths, 'multi');
+	my $peer = curator($hosts, 'multi', $paths, 'multi');
 	my $s = session($east);
 	like(peer_cmd($peer, 'acquire'), qr/^acquired \d+$/, 'Curator takes cm-1, cm-2, cm-3 as one');
 	is($s->query_safe("SELECT zk_try_lock(ARRAY['cm-9', 'cm-2'], '500ms')"), 'f',
@@ -311,8 +299,5 @@ my $watches = $zk->all_watches;
 	peer_quit($peer);
 }
 
-$_->quit for @sessions;
-$east->stop('fast');
-$west->stop('fast');
-$zk->stop;
+finish(nodes => [ $east, $west ], zk => $zk);
 done_testing();

@@ -33,21 +33,11 @@ use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
 my $hosts = $zk->connect_string;
-my $zkq = "$FindBin::Bin/../zkq.py";
 my %conf = (preload => 1,
 	conf => [ "deadlock_timeout = '200ms'", 'zklock.log_lock_waits = on',
 		'zklock.stat_max = 100' ]);
 my $east = zk_cluster('east', $zk, %conf);
 my $west = zk_cluster('west', $zk, %conf);
-my @sessions;
-
-sub session
-{
-	my ($node) = @_;
-	my $s = waiter($node);
-	push @sessions, $s;
-	return $s;
-}
 
 # A lock's counters on a cluster, as "acq|waited|timeouts|cancels|deadlocks|
 # lost|refused|waited some time|held some time" ('' when there is no row).
@@ -181,7 +171,7 @@ my $log_at = -s $east->logfile;
 	$s->query_safe("SELECT zk_lock('st-keep')");
 	$s->query_safe("SELECT zk_lock('st-l')");
 	my $node = $s->query_safe("SELECT node FROM zk_locks WHERE name = 'st-l'");
-	is(`/usr/bin/python3 $zkq '$hosts' delete '$node'`, "deleted\n", 'another client deletes the node');
+	is(zkq($hosts, 'delete', $node), 'deleted', 'another client deletes the node');
 	ok(poll_until(sub {
 			$s->query_safe("SELECT coalesce(max(state), '') FROM zk_locks WHERE name = 'st-l'") eq 'lost' }, 20),
 		'the lock is lost');
@@ -210,8 +200,7 @@ my $log_at = -s $east->logfile;
 	my $live = $east->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
 	ok($open >= 1 && $open <= $live, "sessions_open $open: at most the $live backends");
-	$_->quit for @sessions;
-	@sessions = ();
+	quit_all_sessions();
 	ok(poll_until(sub { $east->safe_psql('postgres', 'SELECT sessions_open FROM zk_stat_sessions') eq '0' }, 30),
 		'sessions_open falls to 0 once the backends are gone');
 }
@@ -280,7 +269,5 @@ is($east->safe_psql('postgres', qq{
 	SELECT (SELECT count(*) FROM zk_stat_locks), requests, dealloc, stats_reset > '$before'
 	  FROM zk_stat_sessions}), '0|0|0|t', 'zk_stat_reset empties both and stamps stats_reset');
 
-$east->stop('fast');
-$west->stop('fast');
-$zk->stop;
+finish(nodes => [ $east, $west ], zk => $zk);
 done_testing();

@@ -26,15 +26,6 @@ my $east = zk_cluster('east', $zk);
 my $west = zk_cluster('west', $zk);
 my $interop = "$FindBin::Bin/../interop";
 my $classes = "$PostgreSQL::Test::Utils::tmp_check/fleet_classes";
-my @sessions;
-
-sub session
-{
-	my ($node) = @_;
-	my $s = waiter($node);
-	push @sessions, $s;
-	return $s;
-}
 
 is($east->safe_psql('postgres', 'SELECT count(*) FROM zk_fleet_locks()'), '0', 'an empty root: no rows');
 
@@ -51,7 +42,7 @@ start_wait($c, "SELECT zk_semaphore('fl-sem', 1)");
 ok(poll_until(sub { is_waiting($west, $bpid) && is_waiting($west, $cpid) }, 30), 'two waiters on west');
 
 ok(compile_peers($classes, "$interop/LockPeer.java"), 'the Curator peer compiles');
-my $cur = curator_peer($classes, $hosts, 'cur', '/zklock/cur.lock', 'mutex');
+my $cur = curator($hosts, 'cur', '/zklock/cur.lock', 'mutex');
 like(peer_cmd($cur, 'acquire'), qr/^acquired/, 'Curator holds /zklock/cur.lock (no name zklock makes)');
 my $kz = start_peer('kz', '/usr/bin/python3', "$interop/kazoo_peer.py", $hosts, '/zklock/fl-kz', 'lock', 'kazoo-id');
 like(peer_cmd($kz, 'acquire'), qr/^acquired/, 'kazoo holds /zklock/fl-kz');
@@ -88,8 +79,5 @@ is($east->safe_psql('postgres', "SELECT holders, waiting, oldest_wait IS NULL, p
 
 peer_quit($cur);
 is(peer_cmd($kz, 'quit'), 'bye', 'kazoo quits');
-$_->quit for @sessions;
-$east->stop('fast');
-$west->stop('fast');
-$zk->stop;
+finish(nodes => [ $east, $west ], zk => $zk);
 done_testing();

@@ -70,6 +70,7 @@
 #include "lockset.h"
 #include "names.h"
 #include "recipe.h"
+#include "session_held.h"
 #include "stats.h"
 
 /* Keyed by the directory's znode name, which tells text and keys apart. */
@@ -301,9 +302,9 @@ lockset_forget_if_unheld(ZklLock *lock)
 		lockset_count(lock, &held);
 	}
 	/* A node of an earlier session went with it. */
-	if (lock->epoch == zkl_recipe_epoch())
+	if (lock->epoch == zkl_session_epoch())
 	{
-		zkl_recipe_release(lock->node);
+		zkl_session_release(lock->node);
 		zkl_released = true;
 	}
 	lockset_discard(lock);
@@ -381,7 +382,7 @@ lockset_lost_message(ZklLock *lock, bool terminate)
 static int
 lockset_lost_detail(void)
 {
-	int64		unheard = zkl_recipe_unheard_ms();
+	int64		unheard = zkl_session_unheard_ms();
 
 	if (unheard < 0)
 		return errdetail("The ZooKeeper session that held it is gone; another client may have taken it.");
@@ -425,7 +426,7 @@ lockset_warn_lost(ZklLock *lock)
 static bool
 lockset_end_session_holds(ZklLock *lock)
 {
-	bool		held = zkl_recipe_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST;
+	bool		held = zkl_session_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST;
 
 	if (!held)
 		lockset_warn_lost(lock);
@@ -451,7 +452,7 @@ lockset_await_answers(ZklReleaseAt at)
 {
 	int			timeout_ms;
 
-	switch (zkl_recipe_await_releases(&timeout_ms))
+	switch (zkl_session_await_releases(&timeout_ms))
 	{
 		case ZKL_RELEASE_CONFIRMED:
 			break;
@@ -491,7 +492,7 @@ static void
 lockset_report_denied(ZklReleaseAt at)
 {
 	int			count;
-	char	   *path = zkl_recipe_take_denied(&count);
+	char	   *path = zkl_session_take_denied(&count);
 
 	if (count == 0)
 		return;
@@ -581,7 +582,7 @@ lockset_record(ZklLock *lock, const char *dir, const char *node, int64 token,
 	strlcpy(lock->node, node, strlen(dir) + 128);
 	lock->token = token;
 	lock->acquired_at = GetCurrentTimestamp();
-	lock->epoch = zkl_recipe_epoch();
+	lock->epoch = zkl_session_epoch();
 	if (xact)
 		lockset_add_xact_hold(lock);
 	else
@@ -651,7 +652,7 @@ zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 	{
 		if (xact)
 			lockset_reserve_xact_hold(lock);
-		if (zkl_recipe_prove(lock->epoch, lock->node) != ZKL_HEALTH_HELD)
+		if (zkl_session_prove(lock->epoch, lock->node, 0) != ZKL_HEALTH_HELD)
 			lockset_raise_lost(lock);
 		if (xact)
 			lockset_add_xact_hold(lock);
@@ -705,7 +706,7 @@ zkl_lockset_acquire_set(const ZklName *names, int n, bool shared, bool xact,
 		}
 		if (xact)
 			lockset_reserve_xact_hold(held[i]);
-		if (zkl_recipe_prove(held[i]->epoch, held[i]->node) != ZKL_HEALTH_HELD)
+		if (zkl_session_prove(held[i]->epoch, held[i]->node, 0) != ZKL_HEALTH_HELD)
 			lockset_raise_lost(held[i]);
 	}
 	if (nfresh > 0 &&
@@ -752,7 +753,7 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
-	zkl_recipe_connect();
+	zkl_session_connect();
 	for (int k = 0; k < nfresh; k++)
 	{
 		dirs[k] = zkl_lockset_dir(&names[fresh[k]]);
@@ -823,7 +824,7 @@ lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
-	zkl_recipe_connect();
+	zkl_session_connect();
 	dir = zkl_lockset_dir(name);
 
 	lockset_clock_start(&clk);
@@ -951,7 +952,7 @@ lockset_release_one(const ZklName *name, bool shared)
 						name->display, shared ? "shared" : "exclusive")));
 		return false;
 	}
-	if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
+	if (zkl_session_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
 		return lockset_end_session_holds(lock);
 	lock->session_holds--;
 	lockset_forget_if_unheld(lock);
@@ -1019,7 +1020,7 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 	row->node = pstrdup(lock->node);
 	row->token = lock->token;
 	row->acquired_at = lock->acquired_at;
-	row->health = zkl_recipe_health(lock->epoch, lock->node);
+	row->health = zkl_session_health(lock->epoch, lock->node);
 	*rows = lappend(*rows, row);
 }
 
@@ -1034,7 +1035,7 @@ zkl_lockset_dir(const ZklName *name)
 List *
 zkl_lockset_semaphore_queue(const ZklName *name)
 {
-	zkl_recipe_connect();
+	zkl_session_connect();
 	return zkl_recipe_semaphore_queue(zkl_lockset_dir(name));
 }
 
@@ -1042,7 +1043,7 @@ zkl_lockset_semaphore_queue(const ZklName *name)
 List *
 zkl_lockset_queue(const ZklName *name)
 {
-	zkl_recipe_connect();
+	zkl_session_connect();
 	return zkl_recipe_queue(zkl_lockset_dir(name));
 }
 
@@ -1050,7 +1051,7 @@ zkl_lockset_queue(const ZklName *name)
 List *
 zkl_lockset_waits(void)
 {
-	zkl_recipe_connect();
+	zkl_session_connect();
 	return zkl_deadlock_waits();
 }
 
@@ -1058,7 +1059,7 @@ zkl_lockset_waits(void)
 List *
 zkl_lockset_fleet(int max_locks)
 {
-	zkl_recipe_connect();
+	zkl_session_connect();
 	return zkl_recipe_fleet(max_locks);
 }
 
@@ -1066,7 +1067,7 @@ zkl_lockset_fleet(int max_locks)
 void
 zkl_lockset_session(ZklSessionInfo *info, int *locks)
 {
-	zkl_recipe_session_info(info);
+	zkl_session_info(info);
 	*locks = zkl_locks ? (int) hash_get_num_entries(zkl_locks) : 0;
 }
 
@@ -1121,8 +1122,8 @@ lockset_check_losses(bool at_commit, bool wrote)
 	{
 		bool		counts = at_commit && (wrote || lockset_xact_holds(lock) > 0);
 		ZklLockHealth h = counts ?
-		zkl_recipe_prove(lock->epoch, lock->node) :
-		zkl_recipe_health(lock->epoch, lock->node);
+		zkl_session_prove(lock->epoch, lock->node, 0) :
+		zkl_session_health(lock->epoch, lock->node);
 
 		if (h == ZKL_HEALTH_LOST)
 			lockset_count_lost(lock);
@@ -1208,7 +1209,7 @@ lockset_check_committed(bool wrote)
 	while ((lock = hash_seq_search(&it)) != NULL)
 	{
 		if ((!wrote && lockset_xact_holds(lock) == 0) ||
-			zkl_recipe_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST)
+			zkl_session_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST)
 			continue;
 		lockset_count_lost(lock);
 		terminate = zkl_on_lock_loss == ZKL_LOSS_TERMINATE;

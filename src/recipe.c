@@ -3,8 +3,8 @@
  * recipe.c
  *	  The lock: shared and exclusive contenders of one lock directory, as a
  *	  policy of the contender engine (engine.c); the semaphore's mutex (an
- *	  exclusive lock with Curator's names); the fleet view of a lock's
- *	  queue; and what the lock set needs of a held node.
+ *	  exclusive lock with Curator's names); and the fleet view of a lock's
+ *	  queue.
  *
  * A waiter watches only the node that blocks it (names.c decides which),
  * so one release wakes one waiter; when that node was the only one ahead
@@ -168,66 +168,4 @@ zkl_recipe_queue(const char *dir)
 		rows = lappend(rows, row);
 	}
 	return rows;
-}
-
-/*
- * A held node and its session, for the lock set: the recipe layer is the
- * lock set's only neighbour below, and these are what it asks of a node it
- * holds.
- */
-void
-zkl_recipe_connect(void)
-{
-	zkl_session_connect();
-}
-
-uint64
-zkl_recipe_epoch(void)
-{
-	return zkl_session_epoch();
-}
-
-ZklLockHealth
-zkl_recipe_health(uint64 epoch, const char *node)
-{
-	return zkl_session_health(epoch, node);
-}
-
-ZklLockHealth
-zkl_recipe_prove(uint64 epoch, const char *node)
-{
-	return zkl_session_prove(epoch, node, 0);
-}
-
-int64
-zkl_recipe_unheard_ms(void)
-{
-	return zkl_session_unheard_ms();
-}
-
-/* Release a held lock's node: never blocks, never raises. */
-void
-zkl_recipe_release(const char *node)
-{
-	zkl_session_release(node);
-}
-
-/* Wait for the ensemble to answer every release sent; never raises. */
-ZklReleaseWait
-zkl_recipe_await_releases(int *timeout_ms)
-{
-	return zkl_session_await_releases(timeout_ms);
-}
-
-/* The first release the ensemble refused to delete (ZNOAUTH), if any. */
-char *
-zkl_recipe_take_denied(int *count)
-{
-	return zkl_session_take_denied(count);
-}
-
-void
-zkl_recipe_session_info(ZklSessionInfo *info)
-{
-	zkl_session_info(info);
 }

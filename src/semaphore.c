@@ -113,7 +113,7 @@ zkl_recipe_lease(const char *dir, const char *display, int max_leases,
 	}
 	PG_FINALLY();
 	{
-		zkl_recipe_release(mutex);
+		zkl_session_release(mutex);
 	}
 	PG_END_TRY();
 	if (got != ZKL_ACQUIRED)

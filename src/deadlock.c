@@ -66,9 +66,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "deadlock.h"
 #include "guc.h"
 #include "owner.h"
-#include "engine.h"
+#include "queue.h"
+#include "recipe.h"
 
 #define ZKL_WAITS_DIR ".zklock-waits"
 #define ZKL_CLAIMS_DIR ".zklock-deadlocks"
@@ -170,7 +172,7 @@ dl_listing(ZklDlSearch *s, const char *dir)
 	if (dl_answer(s, op) == ZKL_RC_OK)
 	{
 		n = zkl_session_op_children(op, &names);
-		zkl_engine_parse(&l->q, names, n, NULL);
+		zkl_queue_parse(&l->q, names, n, NULL);
 	}
 	s->listings = lappend(s->listings, l);
 	return l;

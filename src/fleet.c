@@ -23,9 +23,10 @@
 
 #include <string.h>
 
-#include "engine.h"
 #include "guc.h"
 #include "owner.h"
+#include "queue.h"
+#include "recipe.h"
 
 #define ZKL_FLEET_BATCH 64
 
@@ -94,7 +95,7 @@ fleet_lock(ZklFleetDir *d, char **names, int n)
 {
 	ZklQueue	q;
 
-	zkl_engine_parse(&q, names, n, NULL);
+	zkl_queue_parse(&q, names, n, NULL);
 	for (int i = 0; i < q.nkids; i++)
 	{
 		bool		holds = zkl_names_blocker(q.kids, q.nkids, i) < 0;

@@ -138,14 +138,14 @@ List *
 zkl_recipe_queue(const char *dir)
 {
 	ZklQueueEntry *e;
-	int			n = zkl_engine_read(&dir, 1, &e);
+	int			n = zkl_queue_read(&dir, 1, &e);
 	char	  **names = palloc(sizeof(char *) * Max(n, 1));
 	ZklQueue	q;
 	List	   *rows = NIL;
 
 	for (int i = 0; i < n; i++)
 		names[i] = e[i].name;
-	zkl_engine_parse(&q, names, n, NULL);
+	zkl_queue_parse(&q, names, n, NULL);
 	/* czxid and data: from the entry each child's name was copied from */
 	for (int i = 0; i < q.nkids; i++)
 		for (int j = 0; j < n; j++)

@@ -71,7 +71,7 @@ sem_decide(const ZklContender *c, const ZklQueue *q, int self, bool expired,
 	if (q->n <= c->max_leases)
 		return ZKL_VERDICT_HELD;
 	for (int i = 0; i < q->n; i++)
-		mine += zkl_engine_is_ours(q->names[i]);
+		mine += zkl_queue_is_ours(q->names[i]);
 	if (!expired && mine > c->max_leases)
 		sem_raise_self_deadlock(c, mine);
 	return ZKL_VERDICT_WAIT_CHILDREN;
@@ -150,7 +150,7 @@ zkl_recipe_semaphore_queue(const char *dir)
 {
 	const char *dirs[2] = {psprintf("%s/leases", dir), psprintf("%s/locks", dir)};
 	ZklQueueEntry *e;
-	int			n = zkl_engine_read(dirs, 2, &e);
+	int			n = zkl_queue_read(dirs, 2, &e);
 	int			max = -1;
 	int			nleases = 0;
 	List	   *rows = NIL;

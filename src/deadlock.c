@@ -70,7 +70,7 @@
 #include "guc.h"
 #include "owner.h"
 #include "queue.h"
-#include "recipe.h"
+#include "views.h"
 
 #define ZKL_WAITS_DIR ".zklock-waits"
 #define ZKL_CLAIMS_DIR ".zklock-deadlocks"
@@ -952,6 +952,7 @@ zkl_deadlock_waits(void)
 	ZklDlSearch	s;
 	List	   *volatile rows = NIL;
 
+	zkl_session_connect();
 	memset(&s, 0, sizeof(s));
 	PG_TRY();
 	{

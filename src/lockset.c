@@ -1031,38 +1031,6 @@ zkl_lockset_dir(const ZklName *name)
 	return psprintf("%s/%s", zkl_root, name->component);
 }
 
-/* Every lease and queued acquirer of a semaphore, from ZooKeeper. */
-List *
-zkl_lockset_semaphore_queue(const ZklName *name)
-{
-	zkl_session_connect();
-	return zkl_recipe_semaphore_queue(zkl_lockset_dir(name));
-}
-
-/* Every contender of a lock, fleet-wide, from ZooKeeper. */
-List *
-zkl_lockset_queue(const ZklName *name)
-{
-	zkl_session_connect();
-	return zkl_recipe_queue(zkl_lockset_dir(name));
-}
-
-/* The fleet's published waits and what blocks them, from ZooKeeper. */
-List *
-zkl_lockset_waits(void)
-{
-	zkl_session_connect();
-	return zkl_deadlock_waits();
-}
-
-/* Every lock and semaphore with a contender under zklock.root. */
-List *
-zkl_lockset_fleet(int max_locks)
-{
-	zkl_session_connect();
-	return zkl_recipe_fleet(max_locks);
-}
-
 /* This backend's session, and how many (name, mode) locks it holds. */
 void
 zkl_lockset_session(ZklSessionInfo *info, int *locks)

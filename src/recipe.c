@@ -20,6 +20,7 @@
 
 #include "engine.h"
 #include "guc.h"
+#include "views.h"
 
 /*
  * Held when nothing ahead blocks us (names.c's rule: an exclusive node
@@ -138,10 +139,14 @@ List *
 zkl_recipe_queue(const char *dir)
 {
 	ZklQueueEntry *e;
-	int			n = zkl_queue_read(&dir, 1, &e);
-	char	  **names = palloc(sizeof(char *) * Max(n, 1));
+	int			n;
+	char	  **names;
 	ZklQueue	q;
 	List	   *rows = NIL;
+
+	zkl_session_connect();
+	n = zkl_queue_read(&dir, 1, &e);
+	names = palloc(sizeof(char *) * Max(n, 1));
 
 	for (int i = 0; i < n; i++)
 		names[i] = e[i].name;

@@ -37,9 +37,5 @@ extern ZklAcquire zkl_recipe_lease(const char *dir, const char *display,
 								   TimestampTz deadline, char **node,
 								   int64 *token);
 extern uint64 zkl_recipe_waits(const char **display);
-extern List *zkl_recipe_queue(const char *dir);
-extern List *zkl_recipe_semaphore_queue(const char *dir);
-extern List *zkl_deadlock_waits(void);
-extern List *zkl_recipe_fleet(int max_locks);
 
 #endif							/* ZKLOCK_RECIPE_H */

@@ -35,6 +35,7 @@
 
 #include "engine.h"
 #include "owner.h"
+#include "views.h"
 
 #define ZKL_LEASE_INFIX "-lease-"
 
@@ -146,15 +147,17 @@ sem_entry_cmp(const void *a, const void *b)
  * held).  Children that vanish meanwhile are left out.
  */
 List *
-zkl_recipe_semaphore_queue(const char *dir)
+zkl_semaphore_queue(const char *dir)
 {
 	const char *dirs[2] = {psprintf("%s/leases", dir), psprintf("%s/locks", dir)};
 	ZklQueueEntry *e;
-	int			n = zkl_queue_read(dirs, 2, &e);
+	int			n;
 	int			max = -1;
 	int			nleases = 0;
 	List	   *rows = NIL;
 
+	zkl_session_connect();
+	n = zkl_queue_read(dirs, 2, &e);
 	for (int i = 0; i < n && max < 0; i++)
 	{
 		char	   *buf = palloc(ZKL_OWNER_BUF(strlen(e[i].data)));

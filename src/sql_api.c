@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * sql_api.c
- *	  The SQL-callable functions: argument checks, then the lock set.
+ *	  The SQL-callable functions: argument checks, then the lock set, or
+ *	  for the fleet views their readers (views.h).
  *
  * The lock functions are not STRICT because a NULL timeout means "use
  * lock_timeout, else wait for ever"; a NULL name gives NULL.
@@ -30,6 +31,7 @@
 #include "lockset.h"
 #include "names.h"
 #include "owner.h"
+#include "views.h"
 
 /*
  * How a function names its lock: text, bigint, or a pair of integers.
@@ -489,7 +491,7 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_queue(&name))
+	foreach(lc, zkl_recipe_queue(zkl_lockset_dir(&name)))
 	{
 		ZklQueueRow *row = lfirst(lc);
 		Datum		values[6];
@@ -568,7 +570,7 @@ api_lock_queue(FunctionCallInfo fcinfo, ZklApiKey kind)
 {
 	ZklName		name = api_name(fcinfo, kind);
 
-	return api_queue_rows(fcinfo, zkl_lockset_queue(&name));
+	return api_queue_rows(fcinfo, zkl_recipe_queue(zkl_lockset_dir(&name)));
 }
 
 /*
@@ -585,7 +587,7 @@ zk_lock_waits(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_waits())
+	foreach(lc, zkl_deadlock_waits())
 	{
 		ZklWaitRow *row = lfirst(lc);
 		const char *data = row->blocker_data ? row->blocker_data : "";
@@ -748,7 +750,7 @@ zk_semaphore_queue(PG_FUNCTION_ARGS)
 {
 	ZklName		name = api_name(fcinfo, API_TEXT);
 
-	return api_queue_rows(fcinfo, zkl_lockset_semaphore_queue(&name));
+	return api_queue_rows(fcinfo, zkl_semaphore_queue(zkl_lockset_dir(&name)));
 }
 
 /* ms since 1970 (a znode's ctime) as a timestamptz. */
@@ -780,7 +782,7 @@ zk_fleet_locks(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_locks must not be negative")));
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_fleet(max_locks))
+	foreach(lc, zkl_fleet_locks(max_locks))
 	{
 		ZklFleetRow *r = lfirst(lc);
 		Datum		values[16];

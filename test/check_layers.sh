@@ -47,6 +47,11 @@ probe() {
 # the SQL layer (sql_api.c, zklock.c): the lock set and the plain helpers
 probe compiles ZKL_SQL_LAYER lockset.h
 for h in names.h owner.h guc.h zkltypes.h; do probe compiles ZKL_SQL_LAYER "$h"; done
+# the fleet views' readers: one header, for the SQL layer (and the recipe
+# files that implement it), not for the lock set
+probe compiles ZKL_SQL_LAYER views.h "zkl_fleet_locks(0)"
+probe refused ZKL_SQL_LAYER views.h "zkl_engine_run(0)"
+probe refused ZKL_LOCKSET_LAYER views.h
 for h in recipe.h engine.h queue.h deadlock.h session.h session_held.h session_int.h; do
 	probe refused ZKL_SQL_LAYER "$h"
 done

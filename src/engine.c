@@ -57,13 +57,6 @@
 /* Answers "session lost" taken for a session that may yet answer. */
 #define ZKL_SESSION_LOST_ROUNDS 3
 
-/*
- * Waits begun in this backend, and the lock of the latest, for the lock
- * set's statistics (zkl_recipe_waits).
- */
-static uint64 zkl_engine_wait_count = 0;
-static char zkl_engine_wait_name[ZKL_NAME_MAX_BYTES + 1];
-
 /* Let go of a request (the session cleans up after it); clear the slot. */
 static void
 engine_drop(ZklOp **op)
@@ -125,18 +118,6 @@ engine_lost(ZklContender *c, ZklRc rc)
 	if (rc == ZKL_RC_SESSION_LOST)
 		c->session_lost++;
 	return CS_RECONNECT;
-}
-
-/*
- * How many waits this backend has begun, and (in *display) the lock of
- * the latest: a caller compares the count before and after an
- * acquisition to learn whether it waited, and where.
- */
-uint64
-zkl_recipe_waits(const char **display)
-{
-	*display = zkl_engine_wait_name;
-	return zkl_engine_wait_count;
 }
 
 /*
@@ -640,8 +621,8 @@ engine_wait(ZklContender *c)
 	{
 		c->waited = true;
 		c->wait_start = GetCurrentTimestamp();
-		zkl_engine_wait_count++;
-		strlcpy(zkl_engine_wait_name, c->display, sizeof(zkl_engine_wait_name));
+		if (c->report)
+			c->report->waited_for = c->display;
 	}
 
 	if (zkl_session_await_watch_as(c->policy->wait_kind, &c->mark, until))

@@ -93,7 +93,8 @@ struct ZklContender
 	char	   *watched;		/* node we wait for (and may watch) */
 	bool		handoff;		/* its deletion alone grants */
 	bool		child_watch;	/* a child watch of ours on dir may be set */
-	bool		waited;			/* it has waited (for the statistics) */
+	ZklWaitReport *report;		/* where its waits are told, or NULL */
+	bool		waited;			/* it has begun to wait */
 	TimestampTz wait_start;		/* when it began to wait */
 	char	   *head;			/* the head of the queue it waits in */
 	bool		logged;			/* zklock.log_lock_waits logged the wait */
@@ -120,11 +121,13 @@ extern void zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 								 const char *dir, const char *display,
 								 bool semaphore, const char *infix,
 								 const char *data, TimestampTz deadline);
+/* recipe.c: a semaphore's mutex */
 extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir,
 										   const char *display,
 										   const char *data,
 										   TimestampTz deadline, char **node,
-										   int64 *token);
+										   int64 *token,
+										   ZklWaitReport *report);
 
 /* engine.c, for the set runner: one contender's steps */
 extern void zkl_engine_enqueue_all(ZklContender **cs, int m,

@@ -31,6 +31,19 @@ set_cmp_dirs(const void *a, const void *b)
 }
 
 /*
+ * The acquisition is raising: tell its report whether a cancel (or
+ * statement_timeout) or a deadlock ended it, for the statistics.
+ */
+static void
+set_report_error(ZklWaitReport *report)
+{
+	if (report == NULL)
+		return;
+	report->canceled = geterrcode() == ERRCODE_QUERY_CANCELED;
+	report->deadlocked = geterrcode() == ERRCODE_T_R_DEADLOCK_DETECTED;
+}
+
+/*
  * Run the acquisitions of cs[0..n) as one: all or nothing.  Returns
  * ZKL_ACQUIRED with every cs[i].node and .token (the node's czxid, the
  * fencing token) once all are held, ZKL_TIMED_OUT when the deadline
@@ -103,6 +116,7 @@ zkl_engine_run_set(ZklContender *cs, int n)
 	{
 		/* an error while a listing was parsed left us in its context */
 		MemoryContextSwitchTo(outer);
+		set_report_error(cs[0].report);
 		for (int i = 0; i < n; i++)
 			zkl_engine_give_up(&cs[i]);
 		MemoryContextDelete(listing);

@@ -45,59 +45,30 @@ static const ZklPolicy lock_policy = {
 	.decide = lock_decide
 };
 
-/* One contender of a lock directory, run to the end. */
-static ZklAcquire
-recipe_run(const char *dir, const char *display, bool semaphore,
-		   const char *infix, const char *data, TimestampTz deadline,
-		   char **node, int64 *token)
-{
-	ZklContender c;
-
-	zkl_engine_contender(&c, &lock_policy, dir, display, semaphore, infix,
-						 data, deadline);
-	if (zkl_engine_run(&c) != ZKL_ACQUIRED)
-		return ZKL_TIMED_OUT;
-	*node = c.node;
-	*token = c.token;
-	return ZKL_ACQUIRED;
-}
-
-/*
- * Acquire the lock of directory dir (display: its name for messages).
- * Returns ZKL_ACQUIRED with the node path and fencing token (czxid) once
- * held, ZKL_TIMED_OUT when the deadline passed first; raises on ZooKeeper
- * errors and interrupts, leaving nothing behind.
- */
-ZklAcquire
-zkl_recipe_acquire(const char *dir, const char *display, bool shared,
-				   const char *data, TimestampTz deadline, char **node,
-				   int64 *token)
-{
-	return recipe_run(dir, display, false,
-					  shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix(),
-					  data, deadline, node, token);
-}
-
 /*
  * Acquire the locks of directories dirs[0..n) as one (displays: their
  * names for messages), all shared or all exclusive; the directories must
- * differ.  Returns ZKL_ACQUIRED with every node path and fencing token
- * once all are held, ZKL_TIMED_OUT when the deadline passed first (with
- * *blocked: the index of the lock that was not granted); raises on
- * ZooKeeper errors and interrupts, leaving nothing behind.
+ * differ; a single lock is a set of one.  Returns ZKL_ACQUIRED with every
+ * node path and fencing token (czxid) once all are held, ZKL_TIMED_OUT
+ * when the deadline passed first (with *blocked: the index of the lock
+ * that was not granted); raises on ZooKeeper errors and interrupts,
+ * leaving nothing behind.  *report hears of every wait.
  */
 ZklAcquire
 zkl_recipe_acquire_set(int n, const char *const *dirs,
 					   const char *const *displays, bool shared,
 					   const char *data, TimestampTz deadline, char **nodes,
-					   int64 *tokens, int *blocked)
+					   int64 *tokens, int *blocked, ZklWaitReport *report)
 {
 	ZklContender *cs = palloc0(sizeof(ZklContender) * n);
 
 	for (int i = 0; i < n; i++)
+	{
 		zkl_engine_contender(&cs[i], &lock_policy, dirs[i], displays[i], false,
 							 shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix(),
 							 data, deadline);
+		cs[i].report = report;
+	}
 	if (zkl_engine_run_set(cs, n) != ZKL_ACQUIRED)
 	{
 		*blocked = 0;
@@ -123,10 +94,18 @@ zkl_recipe_acquire_set(int n, const char *const *dirs,
 ZklAcquire
 zkl_recipe_acquire_mutex(const char *dir, const char *display,
 						 const char *data, TimestampTz deadline, char **node,
-						 int64 *token)
+						 int64 *token, ZklWaitReport *report)
 {
-	return recipe_run(dir, display, true, ZKL_EXCLUSIVE_INFIX, data,
-					  deadline, node, token);
+	ZklContender c;
+
+	zkl_engine_contender(&c, &lock_policy, dir, display, true,
+						 ZKL_EXCLUSIVE_INFIX, data, deadline);
+	c.report = report;
+	if (zkl_engine_run(&c) != ZKL_ACQUIRED)
+		return ZKL_TIMED_OUT;
+	*node = c.node;
+	*token = c.token;
+	return ZKL_ACQUIRED;
 }
 
 /*
@@ -147,7 +126,6 @@ zkl_recipe_queue(const char *dir)
 	zkl_session_connect();
 	n = zkl_queue_read(&dir, 1, &e);
 	names = palloc(sizeof(char *) * Max(n, 1));
-
 	for (int i = 0; i < n; i++)
 		names[i] = e[i].name;
 	zkl_queue_parse(&q, names, n, NULL);

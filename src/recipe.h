@@ -23,19 +23,29 @@
 
 #include "zkltypes.h"
 
-extern ZklAcquire zkl_recipe_acquire(const char *dir, const char *display,
-									 bool shared, const char *data,
-									 TimestampTz deadline, char **node,
-									 int64 *token);
+/*
+ * What an acquisition's waits came to, for the lock set's statistics.
+ * The caller zeroes it; the recipe fills it in as it goes, so that it
+ * tells the caller as much when the acquisition raises as when it
+ * returns.
+ */
+typedef struct ZklWaitReport
+{
+	const char *waited_for;		/* display of the lock of its latest wait
+								 * (the caller's string); NULL: none */
+	bool		canceled;		/* raised: a cancel or statement_timeout */
+	bool		deadlocked;		/* raised: it was a deadlock's victim */
+} ZklWaitReport;
+
 extern ZklAcquire zkl_recipe_acquire_set(int n, const char *const *dirs,
 										 const char *const *displays,
 										 bool shared, const char *data,
 										 TimestampTz deadline, char **nodes,
-										 int64 *tokens, int *blocked);
-extern ZklAcquire zkl_recipe_lease(const char *dir, const char *display,
-								   int max_leases, const char *data,
-								   TimestampTz deadline, char **node,
-								   int64 *token);
-extern uint64 zkl_recipe_waits(const char **display);
+										 int64 *tokens, int *blocked,
+										 ZklWaitReport *report);
+extern ZklAcquire zkl_semaphore_lease(const char *dir, const char *display,
+									  int max_leases, const char *data,
+									  TimestampTz deadline, char **node,
+									  int64 *token, ZklWaitReport *report);
 
 #endif							/* ZKLOCK_RECIPE_H */

@@ -89,12 +89,12 @@ static const ZklPolicy lease_policy = {
  * (display: its name for messages).  Returns ZKL_ACQUIRED with the lease
  * node and its czxid as the token, ZKL_TIMED_OUT when the deadline passed
  * first; raises on errors and interrupts, leaving nothing behind.  The
- * mutex is released on every way out.
+ * mutex is released on every way out.  *report hears of every wait.
  */
 ZklAcquire
-zkl_recipe_lease(const char *dir, const char *display, int max_leases,
-				 const char *data, TimestampTz deadline, char **node,
-				 int64 *token)
+zkl_semaphore_lease(const char *dir, const char *display, int max_leases,
+					const char *data, TimestampTz deadline, char **node,
+					int64 *token, ZklWaitReport *report)
 {
 	ZklContender c;
 	volatile ZklAcquire got = ZKL_TIMED_OUT;
@@ -102,12 +102,14 @@ zkl_recipe_lease(const char *dir, const char *display, int max_leases,
 	int64		mutex_token;
 
 	if (zkl_recipe_acquire_mutex(psprintf("%s/locks", dir), display, data,
-								 deadline, &mutex, &mutex_token) != ZKL_ACQUIRED)
+								 deadline, &mutex, &mutex_token,
+								 report) != ZKL_ACQUIRED)
 		return ZKL_TIMED_OUT;
 	zkl_engine_contender(&c, &lease_policy, psprintf("%s/leases", dir),
 						 display, true, ZKL_LEASE_INFIX, data, deadline);
 	c.max_leases = max_leases;
 	c.anchor = mutex;
+	c.report = report;
 	PG_TRY();
 	{
 		got = zkl_engine_run(&c);

@@ -62,7 +62,6 @@
 #include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -725,29 +724,31 @@ dl_search(ZklDlSearch *s, ZklDlWaiter *me)
 
 /*
  * Publish this backend's wait: dir is the lock directory, node our
- * waiting node's path, owner its owner record.  Returns the entry's path
- * (to release when the wait ends) and leaves the create under way in *op.
+ * waiting node's path, owner the record of its node, to which the entry
+ * adds where it waits.  Returns the entry's path (to release when the
+ * wait ends) and leaves the create under way in *op.
  */
 static char *
-dl_publish(const char *dir, const char *node, const char *owner,
-					 int max_leases, ZklOp **mkdir, ZklOp **op)
+dl_publish(const char *dir, const char *node, const ZklOwner *owner,
+		   int max_leases, ZklOp **mkdir, ZklOp **op)
 {
 	const char *child = strrchr(node, '/') + 1;
+	ZklOwner	o = *owner;
 	char	   *entry;
-	StringInfoData data;
+	char	   *data;
+	size_t		len;
 
-	initStringInfo(&data);
-	appendStringInfoString(&data, "{\"waits_dir\":");
-	escape_json(&data, dir);
-	appendStringInfoString(&data, ",\"waits_node\":");
-	escape_json(&data, child);
-	if (max_leases > 0)
-		appendStringInfo(&data, ",\"waits_max_leases\":%d", max_leases);
-	appendStringInfo(&data, ",%s", owner + 1);
+	o.waits_dir = dir;
+	o.waits_node = child;
+	o.has_waits_max_leases = max_leases > 0;
+	o.waits_max_leases = max_leases;
+	len = zkl_owner_format(&o, NULL, 0);
+	data = palloc(len + 1);
+	(void) zkl_owner_format(&o, data, len + 1);
 	entry = psprintf("%s/%.*s", dl_waits_dir(), ZKL_UUID_LEN,
 					 child + strlen(ZKL_PROTECT_PREFIX));
 	*mkdir = zkl_session_create_dir(dl_waits_dir(), false);
-	*op = zkl_session_create_mark(entry, data.data);
+	*op = zkl_session_create_mark(entry, data);
 	return entry;
 }
 
@@ -833,7 +834,8 @@ zkl_deadlock_wait_until(const ZklDeadlockWait *w, TimestampTz deadline,
 /* The search is due: publish the wait once, search, set the next one. */
 void
 zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
-						 const char *node, const char *owner, int max_leases)
+						 const char *node, const ZklOwner *owner,
+						 int max_leases)
 {
 	if (w->entry == NULL)
 	{

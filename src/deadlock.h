@@ -41,7 +41,7 @@ extern void zkl_deadlock_wait_start(ZklDeadlockWait *w);
 extern TimestampTz zkl_deadlock_wait_until(const ZklDeadlockWait *w,
 										   TimestampTz deadline, bool *search);
 extern void zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
-									 const char *node, const char *owner,
+									 const char *node, const ZklOwner *owner,
 									 int max_leases);
 extern void zkl_deadlock_wait_end(ZklDeadlockWait *w);
 

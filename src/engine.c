@@ -127,16 +127,20 @@ engine_lost(ZklContender *c, ZklRc rc)
 void
 zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 					 const char *dir, const char *display, bool semaphore,
-					 const char *infix, const char *data,
+					 const char *infix, const ZklOwner *owner,
 					 TimestampTz deadline)
 {
+	size_t		len = zkl_owner_format(owner, NULL, 0);
+
 	memset(c, 0, sizeof(*c));
 	c->policy = policy;
 	c->dir = dir;
 	c->display = display;
 	c->semaphore = semaphore;
 	c->infix = infix;
-	c->data = data;
+	c->owner = owner;
+	c->data = palloc(len + 1);
+	(void) zkl_owner_format(owner, c->data, len + 1);
 	c->deadline = deadline;
 }
 
@@ -644,7 +648,7 @@ engine_wait(ZklContender *c)
 		return CS_TIMED_OUT;
 	if (zkl_log_lock_waits && !c->logged)
 		engine_log_wait(c);
-	zkl_deadlock_wait_search(&c->dl, c->dir, c->node, c->data, c->max_leases);
+	zkl_deadlock_wait_search(&c->dl, c->dir, c->node, c->owner, c->max_leases);
 	return CS_WAIT;
 }
 

@@ -63,7 +63,8 @@ struct ZklContender
 	bool		semaphore;		/* messages name a semaphore (a lease or the
 								 * semaphore's mutex), not a lock */
 	const char *infix;			/* the node's name after "_c_<uuid>" */
-	const char *data;			/* the node's data: our owner record */
+	const ZklOwner *owner;		/* who we are, for the node and a wait entry */
+	char	   *data;			/* the node's data: owner, formatted */
 	int			max_leases;		/* a lease's semaphore limit, else 0 */
 	const char *anchor;			/* a node of ours that lives while we queue
 								 * (the semaphore's mutex), or NULL */
@@ -120,11 +121,11 @@ typedef enum ZklContenderState
 extern void zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 								 const char *dir, const char *display,
 								 bool semaphore, const char *infix,
-								 const char *data, TimestampTz deadline);
+								 const ZklOwner *owner, TimestampTz deadline);
 /* recipe.c: a semaphore's mutex */
 extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir,
 										   const char *display,
-										   const char *data,
+										   const ZklOwner *owner,
 										   TimestampTz deadline, char **node,
 										   int64 *token,
 										   ZklWaitReport *report);

@@ -54,7 +54,6 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "commands/dbcommands.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "storage/ipc.h"
@@ -62,13 +61,13 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
 #include "lockset.h"
 #include "names.h"
+#include "owner.h"
 #include "recipe.h"
 #include "session_held.h"
 #include "stats.h"
@@ -322,37 +321,33 @@ lockset_add_xact_hold(ZklLock *lock)
 }
 
 /*
- * The JSON that a lock node carries: who holds or waits, for fleet views;
- * a semaphore's nodes add the acquirer's max_leases.
+ * The owner record that a lock node carries (owner.c formats it): who
+ * holds or waits, for the fleet views; a semaphore's nodes add the
+ * acquirer's max_leases.
  */
-static char *
-lockset_owner_json(int max_leases)
+static ZklOwner *
+lockset_owner(int max_leases)
 {
-	StringInfoData buf;
-	char		host[256];
+	ZklOwner   *o = palloc0(sizeof(ZklOwner));
+	char	   *host = palloc0(256);
 	const char *dbname = get_database_name(MyDatabaseId);
 
-	if (gethostname(host, sizeof(host)) != 0)
-		strlcpy(host, "", sizeof(host));
-	host[sizeof(host) - 1] = '\0';
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"host\":");
-	escape_json(&buf, host);
-	appendStringInfo(&buf, ",\"port\":%d,\"cluster_name\":", PostPortNumber);
-	escape_json(&buf, cluster_name ? cluster_name : "");
-	appendStringInfo(&buf, ",\"pid\":%d,\"database\":", MyProcPid);
-	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfoString(&buf, ",\"user\":");
-	escape_json(&buf, GetUserNameFromId(GetUserId(), false));
-	appendStringInfoString(&buf, ",\"application_name\":");
-	escape_json(&buf, application_name ? application_name : "");
-	appendStringInfoString(&buf, ",\"acquired_at\":");
-	escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
-	if (max_leases > 0)
-		appendStringInfo(&buf, ",\"max_leases\":%d", max_leases);
-	appendStringInfoChar(&buf, '}');
-	return buf.data;
+	if (gethostname(host, 256) != 0)
+		host[0] = '\0';
+	host[255] = '\0';
+	o->host = host;
+	o->has_port = true;
+	o->port = PostPortNumber;
+	o->cluster_name = cluster_name ? cluster_name : "";
+	o->has_pid = true;
+	o->pid = MyProcPid;
+	o->database = dbname ? dbname : "";
+	o->user = GetUserNameFromId(GetUserId(), false);
+	o->application_name = application_name ? application_name : "";
+	o->acquired_at = pstrdup(timestamptz_to_str(GetCurrentTimestamp()));
+	o->has_max_leases = max_leases > 0;
+	o->max_leases = max_leases;
+	return o;
 }
 
 /* The message of a commit refused, or a connection ended, by a loss. */
@@ -704,12 +699,12 @@ lockset_take(const ZklName *names, ZklLockKey *keys, const int *fresh,
 			lockset_new(&locks[k], &keys[fresh[k]], displays[k], dirs[k]);
 		if (max_leases > 0)
 			got = zkl_semaphore_lease(dirs[0], displays[0], max_leases,
-									  lockset_owner_json(max_leases),
+									  lockset_owner(max_leases),
 									  deadline, &nodes[0], &tokens[0],
 									  &report);
 		else
 			got = zkl_recipe_acquire_set(nfresh, dirs, displays, shared,
-										 lockset_owner_json(0), deadline,
+										 lockset_owner(0), deadline,
 										 nodes, tokens, &which, &report);
 	}
 	PG_CATCH();

@@ -57,7 +57,7 @@ static const ZklPolicy lock_policy = {
 ZklAcquire
 zkl_recipe_acquire_set(int n, const char *const *dirs,
 					   const char *const *displays, bool shared,
-					   const char *data, TimestampTz deadline, char **nodes,
+					   const ZklOwner *owner, TimestampTz deadline, char **nodes,
 					   int64 *tokens, int *blocked, ZklWaitReport *report)
 {
 	ZklContender *cs = palloc0(sizeof(ZklContender) * n);
@@ -66,7 +66,7 @@ zkl_recipe_acquire_set(int n, const char *const *dirs,
 	{
 		zkl_engine_contender(&cs[i], &lock_policy, dirs[i], displays[i], false,
 							 shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix(),
-							 data, deadline);
+							 owner, deadline);
 		cs[i].report = report;
 	}
 	if (zkl_engine_run_set(cs, n) != ZKL_ACQUIRED)
@@ -93,13 +93,13 @@ zkl_recipe_acquire_set(int n, const char *const *dirs,
  */
 ZklAcquire
 zkl_recipe_acquire_mutex(const char *dir, const char *display,
-						 const char *data, TimestampTz deadline, char **node,
+						 const ZklOwner *owner, TimestampTz deadline, char **node,
 						 int64 *token, ZklWaitReport *report)
 {
 	ZklContender c;
 
 	zkl_engine_contender(&c, &lock_policy, dir, display, true,
-						 ZKL_EXCLUSIVE_INFIX, data, deadline);
+						 ZKL_EXCLUSIVE_INFIX, owner, deadline);
 	c.report = report;
 	if (zkl_engine_run(&c) != ZKL_ACQUIRED)
 		return ZKL_TIMED_OUT;

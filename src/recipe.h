@@ -21,6 +21,7 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 
+#include "owner.h"
 #include "zkltypes.h"
 
 /*
@@ -39,12 +40,12 @@ typedef struct ZklWaitReport
 
 extern ZklAcquire zkl_recipe_acquire_set(int n, const char *const *dirs,
 										 const char *const *displays,
-										 bool shared, const char *data,
+										 bool shared, const ZklOwner *owner,
 										 TimestampTz deadline, char **nodes,
 										 int64 *tokens, int *blocked,
 										 ZklWaitReport *report);
 extern ZklAcquire zkl_semaphore_lease(const char *dir, const char *display,
-									  int max_leases, const char *data,
+									  int max_leases, const ZklOwner *owner,
 									  TimestampTz deadline, char **node,
 									  int64 *token, ZklWaitReport *report);
 

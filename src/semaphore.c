@@ -93,7 +93,7 @@ static const ZklPolicy lease_policy = {
  */
 ZklAcquire
 zkl_semaphore_lease(const char *dir, const char *display, int max_leases,
-					const char *data, TimestampTz deadline, char **node,
+					const ZklOwner *owner, TimestampTz deadline, char **node,
 					int64 *token, ZklWaitReport *report)
 {
 	ZklContender c;
@@ -101,12 +101,12 @@ zkl_semaphore_lease(const char *dir, const char *display, int max_leases,
 	char	   *mutex;
 	int64		mutex_token;
 
-	if (zkl_recipe_acquire_mutex(psprintf("%s/locks", dir), display, data,
+	if (zkl_recipe_acquire_mutex(psprintf("%s/locks", dir), display, owner,
 								 deadline, &mutex, &mutex_token,
 								 report) != ZKL_ACQUIRED)
 		return ZKL_TIMED_OUT;
 	zkl_engine_contender(&c, &lease_policy, psprintf("%s/leases", dir),
-						 display, true, ZKL_LEASE_INFIX, data, deadline);
+						 display, true, ZKL_LEASE_INFIX, owner, deadline);
 	c.max_leases = max_leases;
 	c.anchor = mutex;
 	c.report = report;

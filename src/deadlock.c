@@ -3,7 +3,9 @@
  * deadlock.c
  *	  Deadlock detection across backends and clusters: the fleet-wide
  *	  wait-for graph, read from ZooKeeper, and the wait entries that let
- *	  it be read.  Part of the recipe layer: it talks to the session below.
+ *	  it be read.  Part of the recipe layer: it reads queues with queue.c
+ *	  and talks to the session below; the engine drives it from its wait
+ *	  (deadlock.h), and it knows nothing of the engine.
  *
  * Every contender's node, and so what blocks a waiter, is in ZooKeeper
  * already; what is not is where the owner of a blocking node waits.  A
@@ -181,7 +183,7 @@ dl_listing(ZklDlSearch *s, const char *dir)
  * Where a child sits in a listing's queue order, -1 if it is not there.
  * The listing is sorted by sequence number, so a binary search finds it
  * (equal numbers sit together); a long queue is searched once per member
- * visited, so a scan here made every search quadratic.
+ * visited, so a scan here would make every search quadratic.
  */
 static int
 dl_position(const ZklDlListing *l, const char *name)

@@ -533,8 +533,7 @@ engine_watch(ZklContender *c)
 		return engine_lost(c, rc);
 	if (rc == ZKL_RC_NO_NODE)
 	{
-		/* The check for existence left a watch on the name: remove it. */
-		zkl_session_unwatch(c->watched);
+		/* A get-data on a node that is gone leaves no watch behind. */
 		pfree(c->watched);
 		c->watched = NULL;
 		return c->handoff ? CS_HELD : CS_LIST;
@@ -633,8 +632,8 @@ engine_wait(ZklContender *c)
 	{
 		/*
 		 * The hand-off: the notice of the blocker's deletion is the grant,
-		 * with no listing on the way (engine_confirm still checks the
-		 * lease).  Any other wake (a change, a session event, another
+		 * with no listing on the way (the set runner still proves the lease
+		 * before the token goes out).  Any other wake (a change, a session event, another
 		 * node's deletion) lists again.  Without the listing, a deletion of
 		 * our own node by someone else is not seen here but by the next
 		 * lease proof, which marks the lock lost (as for any held lock).

@@ -64,11 +64,13 @@ struct ZklContender
 								 * semaphore's mutex), not a lock */
 	const char *infix;			/* the node's name after "_c_<uuid>" */
 	const ZklOwner *owner;		/* who we are, for the node and a wait entry */
-	char	   *data;			/* the node's data: owner, formatted */
+	char	   *data;			/* the node's data: owner, formatted (by
+								 * zkl_engine_contender) */
 	int			max_leases;		/* a lease's semaphore limit, else 0 */
 	const char *anchor;			/* a node of ours that lives while we queue
 								 * (the semaphore's mutex), or NULL */
 	TimestampTz deadline;		/* 0: wait for ever */
+	ZklWaitReport *report;		/* where its waits are told, or NULL */
 
 	/* the outcome: node and token on ZKL_ACQUIRED; else whether it was
 	 * this contender's wait that passed the deadline */
@@ -94,7 +96,6 @@ struct ZklContender
 	char	   *watched;		/* node we wait for (and may watch) */
 	bool		handoff;		/* its deletion alone grants */
 	bool		child_watch;	/* a child watch of ours on dir may be set */
-	ZklWaitReport *report;		/* where its waits are told, or NULL */
 	bool		waited;			/* it has begun to wait */
 	TimestampTz wait_start;		/* when it began to wait */
 	char	   *head;			/* the head of the queue it waits in */

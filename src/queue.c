@@ -64,7 +64,7 @@ typedef struct ZklQueueRead
 /* Send and read both pipelines; every request is kept in r. */
 static int
 queue_read_into(ZklQueueRead *r, const char *const *dirs, int ndirs,
-				 ZklQueueEntry **out)
+				ZklQueueEntry **out)
 {
 	ZklQueueEntry *e = NULL;
 	int			n = 0;

@@ -3,7 +3,9 @@
  * deadlock.c
  *	  Deadlock detection across backends and clusters: the fleet-wide
  *	  wait-for graph, read from ZooKeeper, and the wait entries that let
- *	  it be read.  Part of the recipe layer: it talks to the session below.
+ *	  it be read.  Part of the recipe layer: it reads queues with queue.c
+ *	  and talks to the session below; the engine drives it from its wait
+ *	  (deadlock.h), and it knows nothing of the engine.
  *
  * Every contender's node, and so what blocks a waiter, is in ZooKeeper
  * already; what is not is where the owner of a blocking node waits.  A
@@ -62,13 +64,14 @@
 #include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "deadlock.h"
 #include "guc.h"
 #include "owner.h"
-#include "engine.h"
+#include "queue.h"
+#include "views.h"
 
 #define ZKL_WAITS_DIR ".zklock-waits"
 #define ZKL_CLAIMS_DIR ".zklock-deadlocks"
@@ -170,7 +173,7 @@ dl_listing(ZklDlSearch *s, const char *dir)
 	if (dl_answer(s, op) == ZKL_RC_OK)
 	{
 		n = zkl_session_op_children(op, &names);
-		zkl_engine_parse(&l->q, names, n, NULL);
+		zkl_queue_parse(&l->q, names, n, NULL);
 	}
 	s->listings = lappend(s->listings, l);
 	return l;
@@ -180,7 +183,7 @@ dl_listing(ZklDlSearch *s, const char *dir)
  * Where a child sits in a listing's queue order, -1 if it is not there.
  * The listing is sorted by sequence number, so a binary search finds it
  * (equal numbers sit together); a long queue is searched once per member
- * visited, so a scan here made every search quadratic.
+ * visited, so a scan here would make every search quadratic.
  */
 static int
 dl_position(const ZklDlListing *l, const char *name)
@@ -723,29 +726,31 @@ dl_search(ZklDlSearch *s, ZklDlWaiter *me)
 
 /*
  * Publish this backend's wait: dir is the lock directory, node our
- * waiting node's path, owner its owner record.  Returns the entry's path
- * (to release when the wait ends) and leaves the create under way in *op.
+ * waiting node's path, owner the record of its node, to which the entry
+ * adds where it waits.  Returns the entry's path (to release when the
+ * wait ends) and leaves the create under way in *op.
  */
 static char *
-dl_publish(const char *dir, const char *node, const char *owner,
-					 int max_leases, ZklOp **mkdir, ZklOp **op)
+dl_publish(const char *dir, const char *node, const ZklOwner *owner,
+		   int max_leases, ZklOp **mkdir, ZklOp **op)
 {
 	const char *child = strrchr(node, '/') + 1;
+	ZklOwner	o = *owner;
 	char	   *entry;
-	StringInfoData data;
+	char	   *data;
+	size_t		len;
 
-	initStringInfo(&data);
-	appendStringInfoString(&data, "{\"waits_dir\":");
-	escape_json(&data, dir);
-	appendStringInfoString(&data, ",\"waits_node\":");
-	escape_json(&data, child);
-	if (max_leases > 0)
-		appendStringInfo(&data, ",\"waits_max_leases\":%d", max_leases);
-	appendStringInfo(&data, ",%s", owner + 1);
+	o.waits_dir = dir;
+	o.waits_node = child;
+	o.has_waits_max_leases = max_leases > 0;
+	o.waits_max_leases = max_leases;
+	len = zkl_owner_format(&o, NULL, 0);
+	data = palloc(len + 1);
+	(void) zkl_owner_format(&o, data, len + 1);
 	entry = psprintf("%s/%.*s", dl_waits_dir(), ZKL_UUID_LEN,
 					 child + strlen(ZKL_PROTECT_PREFIX));
 	*mkdir = zkl_session_create_dir(dl_waits_dir(), false);
-	*op = zkl_session_create_mark(entry, data.data);
+	*op = zkl_session_create_mark(entry, data);
 	return entry;
 }
 
@@ -831,7 +836,8 @@ zkl_deadlock_wait_until(const ZklDeadlockWait *w, TimestampTz deadline,
 /* The search is due: publish the wait once, search, set the next one. */
 void
 zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
-						 const char *node, const char *owner, int max_leases)
+						 const char *node, const ZklOwner *owner,
+						 int max_leases)
 {
 	if (w->entry == NULL)
 	{
@@ -950,6 +956,7 @@ zkl_deadlock_waits(void)
 	ZklDlSearch	s;
 	List	   *volatile rows = NIL;
 
+	zkl_session_connect();
 	memset(&s, 0, sizeof(s));
 	PG_TRY();
 	{

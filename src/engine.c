@@ -57,27 +57,6 @@
 /* Answers "session lost" taken for a session that may yet answer. */
 #define ZKL_SESSION_LOST_ROUNDS 3
 
-typedef enum ZklContenderState
-{
-	CS_ENQUEUE,					/* send create and listing back to back */
-	CS_MAKE_DIRS,				/* the directory is missing */
-	CS_LIST,					/* list the directory again */
-	CS_DECIDE,					/* held, or pick what to wait for */
-	CS_WATCH,					/* set a watch on that */
-	CS_WAIT,					/* wait for the watch to fire */
-	CS_RECONNECT,				/* connection or session lost: prove, go on */
-	CS_FIND_OWN,				/* create reply lost: look for our node */
-	CS_HELD,
-	CS_TIMED_OUT
-} ZklContenderState;
-
-/*
- * Waits begun in this backend, and the lock of the latest, for the lock
- * set's statistics (zkl_recipe_waits).
- */
-static uint64 zkl_engine_wait_count = 0;
-static char zkl_engine_wait_name[ZKL_NAME_MAX_BYTES + 1];
-
 /* Let go of a request (the session cleans up after it); clear the slot. */
 static void
 engine_drop(ZklOp **op)
@@ -142,44 +121,27 @@ engine_lost(ZklContender *c, ZklRc rc)
 }
 
 /*
- * How many waits this backend has begun, and (in *display) the lock of
- * the latest: a caller compares the count before and after an
- * acquisition to learn whether it waited, and where.
- */
-uint64
-zkl_recipe_waits(const char **display)
-{
-	*display = zkl_engine_wait_name;
-	return zkl_engine_wait_count;
-}
-
-/*
  * Fill in the caller's part of a contender (the rest starts zeroed): the
  * one place the policies' acquisitions are set up.
  */
 void
 zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 					 const char *dir, const char *display, bool semaphore,
-					 const char *infix, const char *data,
+					 const char *infix, const ZklOwner *owner,
 					 TimestampTz deadline)
 {
+	size_t		len = zkl_owner_format(owner, NULL, 0);
+
 	memset(c, 0, sizeof(*c));
 	c->policy = policy;
 	c->dir = dir;
 	c->display = display;
 	c->semaphore = semaphore;
 	c->infix = infix;
-	c->data = data;
+	c->owner = owner;
+	c->data = palloc(len + 1);
+	(void) zkl_owner_format(owner, c->data, len + 1);
 	c->deadline = deadline;
-}
-
-/* Whether a child name carries this session's prefix. */
-bool
-zkl_engine_is_ours(const char *name)
-{
-	const char *prefix = zkl_session_own_prefix();
-
-	return strncmp(name, prefix, strlen(prefix)) == 0;
 }
 
 /*
@@ -395,27 +357,6 @@ engine_list(ZklContender *c)
 }
 
 /*
- * Parse a listing into q, in the current memory context: every name
- * copied, the children of known recipes in queue order (ours marked when
- * own_prefix is given).  Ties of sequence numbers stay unordered.
- */
-void
-zkl_engine_parse(ZklQueue *q, char **names, int n, const char *own_prefix)
-{
-	q->n = n;
-	q->names = palloc(sizeof(char *) * Max(n, 1));
-	q->kids = palloc(sizeof(ZklChild) * Max(n, 1));
-	q->nkids = 0;
-	for (int i = 0; i < n; i++)
-	{
-		q->names[i] = pstrdup(names[i]);
-		if (zkl_names_parse_child(q->names[i], own_prefix, &q->kids[q->nkids]))
-			q->nkids++;
-	}
-	zkl_names_sort(q->kids, q->nkids);
-}
-
-/*
  * Order children that share a sequence number by creation: fetch the
  * czxid of each (ours we know), in one pipeline.  Children that vanished
  * meanwhile are dropped.
@@ -468,7 +409,7 @@ engine_drop_strays(ZklContender *c, char **names, int *n, const char *own)
 
 	for (int i = 0; i < *n; i++)
 	{
-		if (zkl_engine_is_ours(names[i]) && strcmp(names[i], own) != 0)
+		if (zkl_queue_is_ours(names[i]) && strcmp(names[i], own) != 0)
 		{
 			char	   *path = psprintf("%s/%s", c->dir, names[i]);
 			bool		stray = !zkl_session_tracks(path);
@@ -527,7 +468,7 @@ engine_decide(ZklContender *c)
 	q.names = names;
 	if (present && c->policy->ordered)
 	{
-		zkl_engine_parse(&q, names, n, zkl_session_own_prefix());
+		zkl_queue_parse(&q, names, n, zkl_session_own_prefix());
 		for (int i = 0; i < q.nkids; i++)
 			if (zkl_names_tied(q.kids, q.nkids, i))
 			{
@@ -592,8 +533,7 @@ engine_watch(ZklContender *c)
 		return engine_lost(c, rc);
 	if (rc == ZKL_RC_NO_NODE)
 	{
-		/* The check for existence left a watch on the name: remove it. */
-		zkl_session_unwatch(c->watched);
+		/* A get-data on a node that is gone leaves no watch behind. */
 		pfree(c->watched);
 		c->watched = NULL;
 		return c->handoff ? CS_HELD : CS_LIST;
@@ -684,16 +624,16 @@ engine_wait(ZklContender *c)
 	{
 		c->waited = true;
 		c->wait_start = GetCurrentTimestamp();
-		zkl_engine_wait_count++;
-		strlcpy(zkl_engine_wait_name, c->display, sizeof(zkl_engine_wait_name));
+		if (c->report)
+			c->report->waited_for = c->display;
 	}
 
 	if (zkl_session_await_watch_as(c->policy->wait_kind, &c->mark, until))
 	{
 		/*
 		 * The hand-off: the notice of the blocker's deletion is the grant,
-		 * with no listing on the way (engine_confirm still checks the
-		 * lease).  Any other wake (a change, a session event, another
+		 * with no listing on the way (the set runner still proves the lease
+		 * before the token goes out).  Any other wake (a change, a session event, another
 		 * node's deletion) lists again.  Without the listing, a deletion of
 		 * our own node by someone else is not seen here but by the next
 		 * lease proof, which marks the lock lost (as for any held lock).
@@ -707,7 +647,7 @@ engine_wait(ZklContender *c)
 		return CS_TIMED_OUT;
 	if (zkl_log_lock_waits && !c->logged)
 		engine_log_wait(c);
-	zkl_deadlock_wait_search(&c->dl, c->dir, c->node, c->data, c->max_leases);
+	zkl_deadlock_wait_search(&c->dl, c->dir, c->node, c->owner, c->max_leases);
 	return CS_WAIT;
 }
 
@@ -825,8 +765,8 @@ engine_find_own(ZklContender *c)
 }
 
 /* One step of the state machine. */
-static ZklContenderState
-engine_step(ZklContender *c, ZklContenderState state)
+ZklContenderState
+zkl_engine_step(ZklContender *c, ZklContenderState state)
 {
 	switch (state)
 	{
@@ -854,8 +794,8 @@ engine_step(ZklContender *c, ZklContenderState state)
 }
 
 /* Undo everything this acquisition left in ZooKeeper; never raises. */
-static void
-engine_give_up(ZklContender *c)
+void
+zkl_engine_give_up(ZklContender *c)
 {
 	engine_drop(&c->create);
 	engine_drop(&c->list);
@@ -877,10 +817,10 @@ engine_give_up(ZklContender *c)
 }
 
 /* A set's contender gives up its place, to enqueue afresh later. */
-static void
-engine_restart(ZklContender *c)
+void
+zkl_engine_restart(ZklContender *c)
 {
-	engine_give_up(c);
+	zkl_engine_give_up(c);
 	if (c->watched)
 		pfree(c->watched);
 	c->watched = NULL;
@@ -892,8 +832,8 @@ engine_restart(ZklContender *c)
 }
 
 /* Granted: end what only the wait needed (a child watch would only wake us). */
-static void
-engine_granted(ZklContender *c)
+void
+zkl_engine_granted(ZklContender *c)
 {
 	if (c->logged)
 		ereport(LOG,
@@ -910,14 +850,6 @@ engine_granted(ZklContender *c)
 	c->watched = NULL;
 }
 
-/* The one order of a set: by directory path, bytewise. */
-static int
-engine_cmp_dirs(const void *a, const void *b)
-{
-	return strcmp((*(ZklContender *const *) a)->dir,
-				  (*(ZklContender *const *) b)->dir);
-}
-
 /* Whether a contender has come as far as it can without waiting. */
 static bool
 engine_settled(ZklContenderState st)
@@ -932,8 +864,8 @@ engine_settled(ZklContenderState st)
  * a third), then each decided in turn, as far as it comes without
  * waiting: held, blocked, or blocked past the deadline.
  */
-static void
-engine_enqueue_all(ZklContender **cs, int m, ZklContenderState *st)
+void
+zkl_engine_enqueue_all(ZklContender **cs, int m, ZklContenderState *st)
 {
 	ZklContender **missing = palloc(sizeof(ZklContender *) * m);
 	int		   *at = palloc(sizeof(int) * m);
@@ -962,209 +894,18 @@ engine_enqueue_all(ZklContender **cs, int m, ZklContenderState *st)
 	}
 	for (int k = 0; k < m; k++)
 		while (!engine_settled(st[k]))
-			st[k] = engine_step(cs[k], st[k]);
+			st[k] = zkl_engine_step(cs[k], st[k]);
 	pfree(missing);
 	pfree(at);
 }
 
 /*
- * Run the acquisitions of cs[0..n) as one: all or nothing.  Returns
- * ZKL_ACQUIRED with every cs[i].node and .token (the node's czxid, the
- * fencing token) once all are held, ZKL_TIMED_OUT when the deadline
- * passed first; raises on ZooKeeper errors and interrupts.  On every way
- * out but ZKL_ACQUIRED nothing is left behind; on ZKL_ACQUIRED only the
- * nodes.  The directories must differ.
- *
- * The set enqueues everywhere at once, so that a free set costs one round
- * trip.  Where it is blocked, it waits in one queue only: the first that
- * blocks it in the order of directory paths, holding only what comes
- * before it in that order, after giving up its place in every later queue
- * (held or not); once granted there, it enqueues in the later queues
- * afresh.  Sets that wait only so can never wait for each other in a
- * cycle: every wait points along the order, or to a node ahead in the
- * same queue.  A wait lasts as a single lock's would, with its deadlock
- * search: mixed with single locks, cycles remain possible and are found.
+ * Granted: before its token is returned, make sure the lease covers the
+ * node (a wait can outlast it when the ensemble stalls).
  */
-ZklAcquire
-zkl_engine_run_set(ZklContender *cs, int n)
+void
+zkl_engine_prove(ZklContender *c)
 {
-	ZklContender **order = palloc(sizeof(ZklContender *) * n);
-	ZklContenderState *st = palloc0(sizeof(ZklContenderState) * n);
-	MemoryContext outer = CurrentMemoryContext;
-	MemoryContext listing = AllocSetContextCreate(outer, "zklock listing",
-												  ALLOCSET_SMALL_SIZES);
-	uint64		epoch = zkl_session_epoch();
-	volatile bool timed_out = false;
-
-	for (int i = 0; i < n; i++)
-	{
-		order[i] = &cs[i];
-		cs[i].epoch = epoch;
-		cs[i].listing_cxt = listing;	/* reset for every listing of any */
-	}
-	qsort(order, n, sizeof(ZklContender *), engine_cmp_dirs);
-
-	PG_TRY();
-	{
-		int			held = 0;
-
-		while (held < n && !timed_out)
-		{
-			ZklContender *c;
-
-			engine_enqueue_all(order + held, n - held, st + held);
-			while (held < n && st[held] == CS_HELD)
-				engine_granted(order[held++]);
-			if (held == n)
-				break;
-			/* Wait in this queue, with no place in any later one. */
-			for (int k = held + 1; k < n; k++)
-				engine_restart(order[k]);
-			c = order[held];
-			zkl_deadlock_wait_start(&c->dl);
-			while (st[held] != CS_HELD && st[held] != CS_TIMED_OUT)
-				st[held] = engine_step(c, st[held]);
-			if (st[held] == CS_TIMED_OUT)
-				timed_out = true;
-			else
-				engine_granted(order[held++]);
-		}
-		if (timed_out)
-			order[held]->timed_out = true;
-
-		/*
-		 * Granted: before returning the tokens, make sure the lease covers
-		 * the nodes (a wait can outlast it when the ensemble stalls).
-		 */
-		for (int i = 0; i < n && !timed_out; i++)
-			if (zkl_session_prove(cs[i].epoch, cs[i].node, 0) != ZKL_HEALTH_HELD)
-				engine_raise_lost(&cs[i]);
-	}
-	PG_CATCH();
-	{
-		/* an error while a listing was parsed left us in its context */
-		MemoryContextSwitchTo(outer);
-		for (int i = 0; i < n; i++)
-			engine_give_up(&cs[i]);
-		MemoryContextDelete(listing);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-
-	MemoryContextDelete(listing);
-	for (int i = 0; i < n; i++)
-		cs[i].listing_cxt = NULL;
-	pfree(order);
-	pfree(st);
-	if (timed_out)
-	{
-		for (int i = 0; i < n; i++)
-			engine_give_up(&cs[i]);
-		return ZKL_TIMED_OUT;
-	}
-	return ZKL_ACQUIRED;
-}
-
-/*
- * Run one acquisition: a set of one.  Returns ZKL_ACQUIRED with c->node
- * and c->token once held, ZKL_TIMED_OUT when the deadline passed first;
- * raises on ZooKeeper errors and interrupts, leaving nothing behind.
- */
-ZklAcquire
-zkl_engine_run(ZklContender *c)
-{
-	return zkl_engine_run_set(c, 1);
-}
-
-/* The listings, then every child's data, each in one pipeline. */
-typedef struct ZklQueueRead
-{
-	ZklOp	  **lists;
-	int			nlists;
-	ZklOp	  **gets;
-	int			ngets;
-} ZklQueueRead;
-
-static int
-engine_read_into(ZklQueueRead *r, const char *const *dirs, int ndirs,
-				 ZklQueueEntry **out)
-{
-	ZklQueueEntry *e = NULL;
-	int			n = 0;
-	int			kept = 0;
-
-	r->lists = palloc0(sizeof(ZklOp *) * Max(ndirs, 1));
-	for (int d = 0; d < ndirs; d++)
-		r->lists[r->nlists++] = zkl_session_children(dirs[d]);
-	for (int d = 0; d < ndirs; d++)
-	{
-		ZklRc		rc = zkl_session_answer(r->lists[d]);
-		char	  **names;
-		int			m;
-
-		if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
-			zkl_session_raise(r->lists[d], dirs[d]);
-		m = rc == ZKL_RC_OK ? zkl_session_op_children(r->lists[d], &names) : 0;
-		e = e ? repalloc(e, sizeof(ZklQueueEntry) * (n + m + 1))
-			: palloc(sizeof(ZklQueueEntry) * (m + 1));
-		for (int i = 0; i < m; i++)
-		{
-			e[n].dir = dirs[d];
-			e[n].name = pstrdup(names[i]);
-			e[n].data = NULL;
-			e[n].czxid = 0;
-			n++;
-		}
-	}
-	r->gets = palloc0(sizeof(ZklOp *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		r->gets[r->ngets++] = zkl_session_get(psprintf("%s/%s", e[i].dir,
-													   e[i].name));
-	for (int i = 0; i < n; i++)
-	{
-		ZklRc		rc = zkl_session_answer(r->gets[i]);
-
-		if (rc == ZKL_RC_NO_NODE)
-			continue;
-		if (rc != ZKL_RC_OK)
-			zkl_session_raise(r->gets[i], e[i].dir);
-		e[i].data = pstrdup(zkl_session_op_data(r->gets[i], &e[i].czxid));
-		e[kept++] = e[i];
-	}
-	*out = e;
-	return kept;
-}
-
-/*
- * Every child of the given directories with its data and czxid, for a
- * fleet view: the listings in one pipeline, then every child's data in
- * another.  Children that vanish meanwhile are left out.
- */
-static void
-engine_read_free(ZklQueueRead *r)
-{
-	for (int i = 0; i < r->nlists; i++)
-		zkl_session_op_free(r->lists[i]);
-	for (int i = 0; i < r->ngets; i++)
-		zkl_session_op_free(r->gets[i]);
-}
-
-int
-zkl_engine_read(const char *const *dirs, int ndirs, ZklQueueEntry **entries)
-{
-	ZklQueueRead r = {0};
-	int			n;
-
-	PG_TRY();
-	{
-		n = engine_read_into(&r, dirs, ndirs, entries);
-	}
-	PG_CATCH();
-	{
-		engine_read_free(&r);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	engine_read_free(&r);
-	return n;
+	if (zkl_session_prove(c->epoch, c->node, 0) != ZKL_HEALTH_HELD)
+		engine_raise_lost(c);
 }

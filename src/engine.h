@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * engine.h
- *	  The one contender engine of the recipe layer (engine.c): a contender
- *	  in the queue of one ZooKeeper directory (create with protection, find
- *	  its own node again, decide, watch, wait, reconnect, give up), and the
- *	  readers of such queues.  The lock (shared and exclusive) and the
- *	  semaphore's mutex (recipe.c) and its leases (semaphore.c) are
- *	  policies on it; deadlock.c reads queues with it.
+ *	  The one contender engine of the recipe layer: a contender in the
+ *	  queue of one ZooKeeper directory (create with protection, find its
+ *	  own node again, decide, watch, wait, reconnect, give up) in engine.c,
+ *	  and the set runner that runs contenders as one in engine_set.c.  The
+ *	  lock (shared and exclusive) and the semaphore's mutex (recipe.c) and
+ *	  its leases (semaphore.c) are policies on it.
  *
  * Only the recipe layer includes this header: the files that define
  * ZKL_RECIPE_LAYER before their first include.
@@ -17,44 +17,15 @@
 #define ZKLOCK_ENGINE_H
 
 #ifndef ZKL_RECIPE_LAYER
-#error "engine.h is for the recipe layer only (recipe.c, semaphore.c, deadlock.c, engine.c)"
+#error "engine.h is for the recipe layer only (recipe.c, semaphore.c, engine.c, engine_set.c)"
 #endif
 
 #include "utils/palloc.h"
 
+#include "deadlock.h"
+#include "queue.h"
 #include "recipe.h"
 #include "session.h"
-
-/*
- * deadlock.c.  A wait's part in deadlock detection, one per acquisition
- * (zeroed with it): when to search next, and the wait entry it published.
- */
-typedef struct ZklDeadlockWait
-{
-	TimestampTz next_check;		/* next search, 0: none */
-	int			checks;			/* searches so far, up to 4 */
-	char	   *entry;			/* our published wait, once sent */
-	ZklOp	   *publish_dir;	/* requests under way: let go on every way out */
-	ZklOp	   *publish;
-	List	   *claims;			/* victim claims this wait may have made */
-} ZklDeadlockWait;
-
-extern void zkl_deadlock_wait_start(ZklDeadlockWait *w);
-extern TimestampTz zkl_deadlock_wait_until(const ZklDeadlockWait *w,
-										   TimestampTz deadline, bool *search);
-extern void zkl_deadlock_wait_search(ZklDeadlockWait *w, const char *dir,
-									 const char *node, const char *owner,
-									 int max_leases);
-extern void zkl_deadlock_wait_end(ZklDeadlockWait *w);
-
-/* A directory listing, parsed and in queue order. */
-typedef struct ZklQueue
-{
-	int			n;				/* every child, as listed */
-	char	  **names;
-	int			nkids;			/* children of known recipes, in queue order */
-	ZklChild   *kids;
-} ZklQueue;
 
 /* What a policy makes of a listing. */
 typedef enum ZklVerdict
@@ -92,11 +63,14 @@ struct ZklContender
 	bool		semaphore;		/* messages name a semaphore (a lease or the
 								 * semaphore's mutex), not a lock */
 	const char *infix;			/* the node's name after "_c_<uuid>" */
-	const char *data;			/* the node's data: our owner record */
+	const ZklOwner *owner;		/* who we are, for the node and a wait entry */
+	char	   *data;			/* the node's data: owner, formatted (by
+								 * zkl_engine_contender) */
 	int			max_leases;		/* a lease's semaphore limit, else 0 */
 	const char *anchor;			/* a node of ours that lives while we queue
 								 * (the semaphore's mutex), or NULL */
 	TimestampTz deadline;		/* 0: wait for ever */
+	ZklWaitReport *report;		/* where its waits are told, or NULL */
 
 	/* the outcome: node and token on ZKL_ACQUIRED; else whether it was
 	 * this contender's wait that passed the deadline */
@@ -122,7 +96,7 @@ struct ZklContender
 	char	   *watched;		/* node we wait for (and may watch) */
 	bool		handoff;		/* its deletion alone grants */
 	bool		child_watch;	/* a child watch of ours on dir may be set */
-	bool		waited;			/* it has waited (for the statistics) */
+	bool		waited;			/* it has begun to wait */
 	TimestampTz wait_start;		/* when it began to wait */
 	char	   *head;			/* the head of the queue it waits in */
 	bool		logged;			/* zklock.log_lock_waits logged the wait */
@@ -130,30 +104,45 @@ struct ZklContender
 	ZklDeadlockWait dl;			/* deadlock search and wait entry */
 };
 
-/* One child of a queue read for a fleet view. */
-typedef struct ZklQueueEntry
+/* Where a contender is in the state machine. */
+typedef enum ZklContenderState
 {
-	const char *dir;
-	char	   *name;
-	char	   *data;
-	int64		czxid;
-} ZklQueueEntry;
+	CS_ENQUEUE,					/* send create and listing back to back */
+	CS_MAKE_DIRS,				/* the directory is missing */
+	CS_LIST,					/* list the directory again */
+	CS_DECIDE,					/* held, or pick what to wait for */
+	CS_WATCH,					/* set a watch on that */
+	CS_WAIT,					/* wait for the watch to fire */
+	CS_RECONNECT,				/* connection or session lost: prove, go on */
+	CS_FIND_OWN,				/* create reply lost: look for our node */
+	CS_HELD,
+	CS_TIMED_OUT
+} ZklContenderState;
 
 extern void zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 								 const char *dir, const char *display,
 								 bool semaphore, const char *infix,
-								 const char *data, TimestampTz deadline);
-extern ZklAcquire zkl_engine_run(ZklContender *c);
-extern ZklAcquire zkl_engine_run_set(ZklContender *cs, int n);
+								 const ZklOwner *owner, TimestampTz deadline);
+/* recipe.c: a semaphore's mutex */
 extern ZklAcquire zkl_recipe_acquire_mutex(const char *dir,
 										   const char *display,
-										   const char *data,
+										   const ZklOwner *owner,
 										   TimestampTz deadline, char **node,
-										   int64 *token);
-extern void zkl_engine_parse(ZklQueue *q, char **names, int n,
-							 const char *own_prefix);
-extern int	zkl_engine_read(const char *const *dirs, int ndirs,
-							ZklQueueEntry **entries);
-extern bool zkl_engine_is_ours(const char *name);
+										   int64 *token,
+										   ZklWaitReport *report);
+
+/* engine.c, for the set runner: one contender's steps */
+extern void zkl_engine_enqueue_all(ZklContender **cs, int m,
+								   ZklContenderState *st);
+extern ZklContenderState zkl_engine_step(ZklContender *c,
+										 ZklContenderState state);
+extern void zkl_engine_granted(ZklContender *c);
+extern void zkl_engine_restart(ZklContender *c);
+extern void zkl_engine_give_up(ZklContender *c);
+extern void zkl_engine_prove(ZklContender *c);
+
+/* engine_set.c: run contenders to the end, as one */
+extern ZklAcquire zkl_engine_run_set(ZklContender *cs, int n);
+extern ZklAcquire zkl_engine_run(ZklContender *c);
 
 #endif							/* ZKLOCK_ENGINE_H */

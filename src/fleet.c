@@ -23,9 +23,10 @@
 
 #include <string.h>
 
-#include "engine.h"
 #include "guc.h"
 #include "owner.h"
+#include "queue.h"
+#include "views.h"
 
 #define ZKL_FLEET_BATCH 64
 
@@ -94,7 +95,7 @@ fleet_lock(ZklFleetDir *d, char **names, int n)
 {
 	ZklQueue	q;
 
-	zkl_engine_parse(&q, names, n, NULL);
+	zkl_queue_parse(&q, names, n, NULL);
 	for (int i = 0; i < q.nkids; i++)
 	{
 		bool		holds = zkl_names_blocker(q.kids, q.nkids, i) < 0;
@@ -234,13 +235,9 @@ fleet_cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/*
- * Every lock and semaphore under zklock.root with a contender, in the
- * order of their directory names; at most max_locks directories are read
- * (max_locks < 0: all).
- */
-List *
-zkl_recipe_fleet(int max_locks)
+/* The directories in the order of their names, batch by batch. */
+static List *
+fleet_read(int max_locks)
 {
 	ZklOp	   *volatile root = zkl_session_children(zkl_root);
 	ZklFleetDir *volatile d = NULL;
@@ -286,4 +283,16 @@ zkl_recipe_fleet(int max_locks)
 	PG_END_TRY();
 	zkl_session_op_free(root);
 	return rows;
+}
+
+/*
+ * Every lock and semaphore under zklock.root with a contender, in the
+ * order of their directory names; at most max_locks directories are read
+ * (max_locks < 0: all).
+ */
+List *
+zkl_fleet_locks(int max_locks)
+{
+	zkl_session_connect();
+	return fleet_read(max_locks);
 }

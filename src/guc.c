@@ -32,7 +32,7 @@ int			zkl_session_timeout = 30000;
 int			zkl_connect_timeout = 10000;
 int			zkl_on_lock_loss = ZKL_LOSS_ERROR;
 char	   *zkl_auth = NULL;
-bool		zkl_preloaded = false;
+bool		zkl_guc_preloaded = false;
 int			zkl_node_naming = ZKL_NAMING_MUTEX;
 bool		zkl_synchronous_release = true;
 int			zkl_stat_max = 1000;
@@ -348,7 +348,7 @@ zkl_guc_exclusive_infix(void)
 
 /* Whether new sessions authenticate (zklock.auth is set). */
 bool
-zkl_use_auth(void)
+zkl_guc_use_auth(void)
 {
 	return zkl_auth != NULL && zkl_auth[0] != '\0';
 }

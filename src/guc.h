@@ -26,7 +26,7 @@ extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_on_lock_loss;
 extern char *zkl_auth;
-extern bool zkl_preloaded;
+extern bool zkl_guc_preloaded;
 extern int	zkl_node_naming;
 extern bool zkl_synchronous_release;
 extern int	zkl_stat_max;
@@ -40,7 +40,7 @@ extern bool zkl_ssl_hostname_verification;
 extern char *zkl_ssl_key_file;
 extern const char *zkl_guc_exclusive_infix(void);
 extern const char *zkl_guc_chroot(void);
-extern bool zkl_use_auth(void);
+extern bool zkl_guc_use_auth(void);
 extern void zkl_guc_define(void);
 
 #endif							/* ZKLOCK_GUC_H */

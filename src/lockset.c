@@ -54,7 +54,6 @@
 #include "access/transam.h"
 #include "access/xact.h"
 #include "commands/dbcommands.h"
-#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "postmaster/postmaster.h"
 #include "storage/ipc.h"
@@ -62,14 +61,15 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
-#include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "guc.h"
 #include "lockset.h"
 #include "names.h"
+#include "owner.h"
 #include "recipe.h"
+#include "session_held.h"
 #include "stats.h"
 
 /* Keyed by the directory's znode name, which tells text and keys apart. */
@@ -120,13 +120,10 @@ typedef enum ZklReleaseAt
 static void lockset_check_losses(bool at_commit, bool wrote);
 static void lockset_await_releases(ZklReleaseAt at);
 static void lockset_await_give_up(void);
-static bool lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
+static bool lockset_take(const ZklName *names, ZklLockKey *keys,
+						 const int *fresh, int nfresh, bool shared,
 						 int max_leases, bool xact, int64 timeout_ms,
-						 int64 *token);
-static bool lockset_take_set(const ZklName *names, ZklLockKey *keys,
-							 const int *fresh, int nfresh, bool shared,
-							 bool xact, int64 timeout_ms, ZklLock **held,
-							 int *blocked);
+						 ZklLock **held, int *blocked);
 static void lockset_xact_callback(XactEvent event, void *arg);
 static void lockset_subxact_callback(SubXactEvent event,
 									 SubTransactionId mySubid,
@@ -204,70 +201,67 @@ lockset_count_lost(ZklLock *lock)
 	lockset_count(lock, &add);
 }
 
-/* When an acquisition of new locks began, for the statistics. */
-typedef struct ZklAcqClock
-{
-	TimestampTz start;
-	uint64		waits;			/* zkl_recipe_waits then */
-} ZklAcqClock;
-
 typedef enum ZklAcqEnd
 {
 	ZKL_ACQ_ACQUIRED,
 	ZKL_ACQ_TIMED_OUT,
-	ZKL_ACQ_FAILED				/* the error being raised says how */
+	ZKL_ACQ_FAILED				/* raised: the report says how */
 } ZklAcqEnd;
 
-static void
-lockset_clock_start(ZklAcqClock *clk)
-{
-	const char *unused;
-
-	clk->start = GetCurrentTimestamp();
-	clk->waits = zkl_recipe_waits(&unused);
-}
-
 /*
- * Count how an acquisition ended for lock name: acquired, timed out, or
- * cancelled or deadlocked (the SQLSTATE of the error in flight, so only
- * from PG_CATCH).  If it waited, the wait counts for the lock it waited
- * for, which in a set may be another one.  Never raises.
+ * Count how an acquisition of displays[0..n), begun at start, ended:
+ * every lock acquired; the one not granted (displays[which]) timed out;
+ * or it raised, cancelled or deadlocked as the recipe's report says.  A
+ * wait counts, with the time since start, for the lock the report says
+ * it waited for last, which in a set may be another one; an error ends
+ * the wait it interrupted, so it counts there too.  The one place an
+ * acquisition is counted; never raises.
  */
 static void
-lockset_count_end(const ZklAcqClock *clk, const char *name, ZklStatMode mode,
-				  ZklAcqEnd end)
+lockset_count_end(const ZklWaitReport *report, TimestampTz start,
+				  const char *const *displays, int n, int which,
+				  ZklStatMode mode, ZklAcqEnd end)
 {
 	ZklLockCounts add = {0};
-	const char *wname;
-	bool		waited = zkl_recipe_waits(&wname) != clk->waits;
+	const char *name = displays[which];
+	const char *waited = report->waited_for;
 
 	if (!zkl_stats_available())
 		return;
-	/* an error ends the wait it interrupted, where it waited */
-	if (end == ZKL_ACQ_FAILED && waited)
-		name = wname;
+	if (end == ZKL_ACQ_FAILED && waited != NULL)
+		name = waited;
 	if (end == ZKL_ACQ_ACQUIRED)
 		add.acquisitions = 1;
 	else if (end == ZKL_ACQ_TIMED_OUT)
 		add.timeouts = 1;
-	else if (geterrcode() == ERRCODE_QUERY_CANCELED)
+	else if (report->canceled)
 		add.cancels = 1;
-	else if (geterrcode() == ERRCODE_T_R_DEADLOCK_DETECTED)
+	else if (report->deadlocked)
 		add.deadlocks = 1;
-	if (waited && strcmp(wname, name) != 0)
+	if (waited != NULL && strcmp(waited, name) != 0)
 	{
 		ZklLockCounts w = {0};
 
 		w.waited = 1;
-		w.wait_time_total = w.wait_time_max = zkl_stats_ms_since(clk->start);
-		zkl_stats_lock(wname, mode, &w);
+		w.wait_time_total = w.wait_time_max = zkl_stats_ms_since(start);
+		zkl_stats_lock(waited, mode, &w);
 	}
-	else if (waited)
+	else if (waited != NULL)
 	{
 		add.waited = 1;
-		add.wait_time_total = add.wait_time_max = zkl_stats_ms_since(clk->start);
+		add.wait_time_total = add.wait_time_max = zkl_stats_ms_since(start);
 	}
 	zkl_stats_lock(name, mode, &add);
+	/* each name of a set is an acquisition; the wait counted above */
+	for (int k = 0; k < n && end == ZKL_ACQ_ACQUIRED; k++)
+	{
+		ZklLockCounts one = {0};
+
+		if (k == which)
+			continue;
+		one.acquisitions = 1;
+		zkl_stats_lock(displays[k], mode, &one);
+	}
 }
 
 /*
@@ -301,9 +295,9 @@ lockset_forget_if_unheld(ZklLock *lock)
 		lockset_count(lock, &held);
 	}
 	/* A node of an earlier session went with it. */
-	if (lock->epoch == zkl_recipe_epoch())
+	if (lock->epoch == zkl_session_epoch())
 	{
-		zkl_recipe_release(lock->node);
+		zkl_session_release(lock->node);
 		zkl_released = true;
 	}
 	lockset_discard(lock);
@@ -327,37 +321,33 @@ lockset_add_xact_hold(ZklLock *lock)
 }
 
 /*
- * The JSON that a lock node carries: who holds or waits, for fleet views;
- * a semaphore's nodes add the acquirer's max_leases.
+ * The owner record that a lock node carries (owner.c formats it): who
+ * holds or waits, for the fleet views; a semaphore's nodes add the
+ * acquirer's max_leases.
  */
-static char *
-lockset_owner_json(int max_leases)
+static ZklOwner *
+lockset_owner(int max_leases)
 {
-	StringInfoData buf;
-	char		host[256];
+	ZklOwner   *o = palloc0(sizeof(ZklOwner));
+	char	   *host = palloc0(256);
 	const char *dbname = get_database_name(MyDatabaseId);
 
-	if (gethostname(host, sizeof(host)) != 0)
-		strlcpy(host, "", sizeof(host));
-	host[sizeof(host) - 1] = '\0';
-
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"host\":");
-	escape_json(&buf, host);
-	appendStringInfo(&buf, ",\"port\":%d,\"cluster_name\":", PostPortNumber);
-	escape_json(&buf, cluster_name ? cluster_name : "");
-	appendStringInfo(&buf, ",\"pid\":%d,\"database\":", MyProcPid);
-	escape_json(&buf, dbname ? dbname : "");
-	appendStringInfoString(&buf, ",\"user\":");
-	escape_json(&buf, GetUserNameFromId(GetUserId(), false));
-	appendStringInfoString(&buf, ",\"application_name\":");
-	escape_json(&buf, application_name ? application_name : "");
-	appendStringInfoString(&buf, ",\"acquired_at\":");
-	escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
-	if (max_leases > 0)
-		appendStringInfo(&buf, ",\"max_leases\":%d", max_leases);
-	appendStringInfoChar(&buf, '}');
-	return buf.data;
+	if (gethostname(host, 256) != 0)
+		host[0] = '\0';
+	host[255] = '\0';
+	o->host = host;
+	o->has_port = true;
+	o->port = PostPortNumber;
+	o->cluster_name = cluster_name ? cluster_name : "";
+	o->has_pid = true;
+	o->pid = MyProcPid;
+	o->database = dbname ? dbname : "";
+	o->user = GetUserNameFromId(GetUserId(), false);
+	o->application_name = application_name ? application_name : "";
+	o->acquired_at = pstrdup(timestamptz_to_str(GetCurrentTimestamp()));
+	o->has_max_leases = max_leases > 0;
+	o->max_leases = max_leases;
+	return o;
 }
 
 /* The message of a commit refused, or a connection ended, by a loss. */
@@ -381,7 +371,7 @@ lockset_lost_message(ZklLock *lock, bool terminate)
 static int
 lockset_lost_detail(void)
 {
-	int64		unheard = zkl_recipe_unheard_ms();
+	int64		unheard = zkl_session_unheard_ms();
 
 	if (unheard < 0)
 		return errdetail("The ZooKeeper session that held it is gone; another client may have taken it.");
@@ -425,7 +415,7 @@ lockset_warn_lost(ZklLock *lock)
 static bool
 lockset_end_session_holds(ZklLock *lock)
 {
-	bool		held = zkl_recipe_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST;
+	bool		held = zkl_session_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST;
 
 	if (!held)
 		lockset_warn_lost(lock);
@@ -451,7 +441,7 @@ lockset_await_answers(ZklReleaseAt at)
 {
 	int			timeout_ms;
 
-	switch (zkl_recipe_await_releases(&timeout_ms))
+	switch (zkl_session_await_releases(&timeout_ms))
 	{
 		case ZKL_RELEASE_CONFIRMED:
 			break;
@@ -491,7 +481,7 @@ static void
 lockset_report_denied(ZklReleaseAt at)
 {
 	int			count;
-	char	   *path = zkl_recipe_take_denied(&count);
+	char	   *path = zkl_session_take_denied(&count);
 
 	if (count == 0)
 		return;
@@ -581,7 +571,7 @@ lockset_record(ZklLock *lock, const char *dir, const char *node, int64 token,
 	strlcpy(lock->node, node, strlen(dir) + 128);
 	lock->token = token;
 	lock->acquired_at = GetCurrentTimestamp();
-	lock->epoch = zkl_recipe_epoch();
+	lock->epoch = zkl_session_epoch();
 	if (xact)
 		lockset_add_xact_hold(lock);
 	else
@@ -589,79 +579,20 @@ lockset_record(ZklLock *lock, const char *dir, const char *node, int64 token,
 }
 
 /*
- * Enter a new lock with everything it needs allocated, then run the
- * recipe; the entry goes again if the recipe fails or times out (an
- * error is counted in the statistics on its way out, from clk).  Returns
- * the entry, or NULL on timeout.
- */
-static ZklLock *
-lockset_enter(ZklLockKey *key, const char *name, const char *dir, bool shared,
-			  int max_leases, TimestampTz deadline, char **node, int64 *token,
-			  const ZklAcqClock *clk)
-{
-	ZklLock   **lock = palloc0(sizeof(ZklLock *));
-	volatile ZklAcquire got = ZKL_TIMED_OUT;
-	volatile bool raised = true;
-
-	PG_TRY();
-	{
-		lockset_new(lock, key, name, dir);
-		if (max_leases > 0)
-			got = zkl_recipe_lease(dir, name, max_leases,
-								   lockset_owner_json(max_leases), deadline,
-								   node, token);
-		else
-			got = zkl_recipe_acquire(dir, name, shared, lockset_owner_json(0),
-									 deadline, node, token);
-		raised = false;
-	}
-	PG_FINALLY();
-	{
-		if (got != ZKL_ACQUIRED && *lock != NULL)
-			lockset_discard(*lock);
-		if (raised)
-		{
-			lockset_count_end(clk, name, lockset_stat_mode(shared, max_leases > 0),
-							  ZKL_ACQ_FAILED);
-			lockset_await_give_up();
-		}
-	}
-	PG_END_TRY();
-	return got == ZKL_ACQUIRED ? *lock : NULL;
-}
-
-/*
- * Take one hold of (name, mode) in the given scope.  A lock already held
- * in either scope only gains a hold and keeps its node and token, once the
- * lease vouches for it; otherwise the recipe runs.  timeout_ms < 0 waits
- * for ever.  Returns false when the timeout passed first.
+ * Take one hold of (name, mode) in the given scope: a set of one (see
+ * zkl_lockset_acquire_set).  A lock already held in either scope only
+ * gains a hold and keeps its node and token, once the lease vouches for
+ * it; otherwise the recipe runs.  timeout_ms < 0 waits for ever.  Returns
+ * false when the timeout passed first.
  */
 bool
 zkl_lockset_acquire(const ZklName *name, bool shared, bool xact,
 					int64 timeout_ms, int64 *token)
 {
-	ZklLockKey	key;
-	ZklLock    *lock;
+	int			blocked;
 
-	lockset_init();
-	lockset_check_losses(false, false);
-	lockset_key(&key, name, shared);
-	lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
-	if (lock != NULL)
-	{
-		if (xact)
-			lockset_reserve_xact_hold(lock);
-		if (zkl_recipe_prove(lock->epoch, lock->node) != ZKL_HEALTH_HELD)
-			lockset_raise_lost(lock);
-		if (xact)
-			lockset_add_xact_hold(lock);
-		else
-			lock->session_holds++;
-		*token = lock->token;
-		return true;
-	}
-
-	return lockset_take(&key, name, shared, 0, xact, timeout_ms, token);
+	return zkl_lockset_acquire_set(name, 1, shared, xact, timeout_ms, token,
+								   &blocked);
 }
 
 /*
@@ -705,12 +636,12 @@ zkl_lockset_acquire_set(const ZklName *names, int n, bool shared, bool xact,
 		}
 		if (xact)
 			lockset_reserve_xact_hold(held[i]);
-		if (zkl_recipe_prove(held[i]->epoch, held[i]->node) != ZKL_HEALTH_HELD)
+		if (zkl_session_prove(held[i]->epoch, held[i]->node, 0) != ZKL_HEALTH_HELD)
 			lockset_raise_lost(held[i]);
 	}
 	if (nfresh > 0 &&
-		!lockset_take_set(names, keys, fresh, nfresh, shared, xact,
-						  timeout_ms, held, blocked))
+		!lockset_take(names, keys, fresh, nfresh, shared, 0, xact,
+					  timeout_ms, held, blocked))
 		return false;
 
 	/* Nothing can fail from here: every hold was made room for. */
@@ -729,14 +660,16 @@ zkl_lockset_acquire_set(const ZklName *names, int n, bool shared, bool xact,
 }
 
 /*
- * Acquire names[fresh[0..nfresh)] (none of them held) as one set, and
- * record each in held[] with one hold in the given scope.  False when the
- * timeout passed first, with *blocked set and nothing left behind.
+ * Acquire names[fresh[0..nfresh)] (none of them held) as one set, or with
+ * max_leases > 0 a new lease of names[fresh[0]] (keys[fresh[0]] numbers
+ * it), and record each in held[] with one hold in the given scope.  False
+ * when the timeout passed first, with *blocked set and nothing left
+ * behind.  Counted once, however it ends.
  */
 static bool
-lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
-				 int nfresh, bool shared, bool xact, int64 timeout_ms,
-				 ZklLock **held, int *blocked)
+lockset_take(const ZklName *names, ZklLockKey *keys, const int *fresh,
+			 int nfresh, bool shared, int max_leases, bool xact,
+			 int64 timeout_ms, ZklLock **held, int *blocked)
 {
 	const char **dirs = palloc(sizeof(char *) * nfresh);
 	const char **displays = palloc(sizeof(char *) * nfresh);
@@ -746,33 +679,41 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 	TimestampTz deadline = 0;
 	volatile ZklAcquire got = ZKL_TIMED_OUT;
 	int			which = 0;
-	ZklAcqClock clk;
-	ZklStatMode mode = lockset_stat_mode(shared, false);
+	ZklWaitReport report = {0};
+	TimestampTz start;
+	ZklStatMode mode = lockset_stat_mode(shared, max_leases > 0);
 
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
-	zkl_recipe_connect();
+	zkl_session_connect();
 	for (int k = 0; k < nfresh; k++)
 	{
 		dirs[k] = zkl_lockset_dir(&names[fresh[k]]);
 		displays[k] = names[fresh[k]].display;
 	}
-	lockset_clock_start(&clk);
+	start = GetCurrentTimestamp();
 	PG_TRY();
 	{
 		for (int k = 0; k < nfresh; k++)
 			lockset_new(&locks[k], &keys[fresh[k]], displays[k], dirs[k]);
-		got = zkl_recipe_acquire_set(nfresh, dirs, displays, shared,
-									 lockset_owner_json(0), deadline, nodes,
-									 tokens, &which);
+		if (max_leases > 0)
+			got = zkl_semaphore_lease(dirs[0], displays[0], max_leases,
+									  lockset_owner(max_leases),
+									  deadline, &nodes[0], &tokens[0],
+									  &report);
+		else
+			got = zkl_recipe_acquire_set(nfresh, dirs, displays, shared,
+										 lockset_owner(0), deadline,
+										 nodes, tokens, &which, &report);
 	}
 	PG_CATCH();
 	{
 		for (int k = 0; k < nfresh; k++)
 			if (locks[k] != NULL)
 				lockset_discard(locks[k]);
-		lockset_count_end(&clk, displays[0], mode, ZKL_ACQ_FAILED);
+		lockset_count_end(&report, start, displays, nfresh, 0, mode,
+						  ZKL_ACQ_FAILED);
 		lockset_await_give_up();
 		PG_RE_THROW();
 	}
@@ -781,7 +722,8 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 	{
 		for (int k = 0; k < nfresh; k++)
 			lockset_discard(locks[k]);
-		lockset_count_end(&clk, displays[which], mode, ZKL_ACQ_TIMED_OUT);
+		lockset_count_end(&report, start, displays, nfresh, which, mode,
+						  ZKL_ACQ_TIMED_OUT);
 		*blocked = fresh[which];
 		/* Our given-up nodes must not block the next try of another client. */
 		zkl_released = true;
@@ -793,52 +735,9 @@ lockset_take_set(const ZklName *names, ZklLockKey *keys, const int *fresh,
 		lockset_record(locks[k], dirs[k], nodes[k], tokens[k], xact);
 		held[fresh[k]] = locks[k];
 	}
-	/* each name is an acquisition; the wait counts where it waited */
-	lockset_count_end(&clk, displays[0], mode, ZKL_ACQ_ACQUIRED);
-	for (int k = 1; k < nfresh; k++)
-	{
-		ZklLockCounts add = {0};
+	lockset_count_end(&report, start, displays, nfresh, 0, mode,
+					  ZKL_ACQ_ACQUIRED);
 
-		add.acquisitions = 1;
-		zkl_stats_lock(displays[k], mode, &add);
-	}
-	return true;
-}
-
-/*
- * Run the recipe for a new entry of the lock set and record it with one
- * hold in the given scope; false when the timeout passed first.
- */
-static bool
-lockset_take(ZklLockKey *key, const ZklName *name, bool shared,
-			 int max_leases, bool xact, int64 timeout_ms, int64 *token)
-{
-	ZklLock    *lock;
-	char	   *dir;
-	char	   *node = NULL;
-	TimestampTz deadline = 0;
-	ZklAcqClock clk;
-	ZklStatMode mode = lockset_stat_mode(shared, max_leases > 0);
-
-	if (timeout_ms >= 0)
-		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-											   timeout_ms);
-	zkl_recipe_connect();
-	dir = zkl_lockset_dir(name);
-
-	lockset_clock_start(&clk);
-	lock = lockset_enter(key, name->display, dir, shared, max_leases,
-						 deadline, &node, token, &clk);
-	if (lock == NULL)
-	{
-		lockset_count_end(&clk, name->display, mode, ZKL_ACQ_TIMED_OUT);
-		/* Our given-up node must not block the next try of another client. */
-		zkl_released = true;
-		lockset_await_releases(ZKL_AT_ACQUIRE);
-		return false;
-	}
-	lockset_record(lock, dir, node, *token, xact);
-	lockset_count_end(&clk, name->display, mode, ZKL_ACQ_ACQUIRED);
 	/*
 	 * A lease let go of the semaphore's mutex on its way out: wait for that
 	 * release as for any other, so that the next acquirer finds the mutex
@@ -863,13 +762,19 @@ zkl_lockset_lease(const ZklName *name, int max_leases, bool xact,
 				  int64 timeout_ms, int64 *token)
 {
 	ZklLockKey	key;
+	ZklLock    *held = NULL;
+	int			fresh = 0;
+	int			blocked;
 
 	lockset_init();
 	lockset_check_losses(false, false);
 	lockset_key(&key, name, false);
 	key.lease = ++zkl_last_lease;
-	return lockset_take(&key, name, false, max_leases, xact, timeout_ms,
-						token);
+	if (!lockset_take(name, &key, &fresh, 1, false, max_leases, xact,
+					  timeout_ms, &held, &blocked))
+		return false;
+	*token = held->token;
+	return true;
 }
 
 /*
@@ -951,7 +856,7 @@ lockset_release_one(const ZklName *name, bool shared)
 						name->display, shared ? "shared" : "exclusive")));
 		return false;
 	}
-	if (zkl_recipe_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
+	if (zkl_session_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
 		return lockset_end_session_holds(lock);
 	lock->session_holds--;
 	lockset_forget_if_unheld(lock);
@@ -1019,7 +924,7 @@ lockset_add_row(List **rows, ZklLock *lock, bool xact, int holds)
 	row->node = pstrdup(lock->node);
 	row->token = lock->token;
 	row->acquired_at = lock->acquired_at;
-	row->health = zkl_recipe_health(lock->epoch, lock->node);
+	row->health = zkl_session_health(lock->epoch, lock->node);
 	*rows = lappend(*rows, row);
 }
 
@@ -1030,43 +935,11 @@ zkl_lockset_dir(const ZklName *name)
 	return psprintf("%s/%s", zkl_root, name->component);
 }
 
-/* Every lease and queued acquirer of a semaphore, from ZooKeeper. */
-List *
-zkl_lockset_semaphore_queue(const ZklName *name)
-{
-	zkl_recipe_connect();
-	return zkl_recipe_semaphore_queue(zkl_lockset_dir(name));
-}
-
-/* Every contender of a lock, fleet-wide, from ZooKeeper. */
-List *
-zkl_lockset_queue(const ZklName *name)
-{
-	zkl_recipe_connect();
-	return zkl_recipe_queue(zkl_lockset_dir(name));
-}
-
-/* The fleet's published waits and what blocks them, from ZooKeeper. */
-List *
-zkl_lockset_waits(void)
-{
-	zkl_recipe_connect();
-	return zkl_deadlock_waits();
-}
-
-/* Every lock and semaphore with a contender under zklock.root. */
-List *
-zkl_lockset_fleet(int max_locks)
-{
-	zkl_recipe_connect();
-	return zkl_recipe_fleet(max_locks);
-}
-
 /* This backend's session, and how many (name, mode) locks it holds. */
 void
 zkl_lockset_session(ZklSessionInfo *info, int *locks)
 {
-	zkl_recipe_session_info(info);
+	zkl_session_info(info);
 	*locks = zkl_locks ? (int) hash_get_num_entries(zkl_locks) : 0;
 }
 
@@ -1121,8 +994,8 @@ lockset_check_losses(bool at_commit, bool wrote)
 	{
 		bool		counts = at_commit && (wrote || lockset_xact_holds(lock) > 0);
 		ZklLockHealth h = counts ?
-		zkl_recipe_prove(lock->epoch, lock->node) :
-		zkl_recipe_health(lock->epoch, lock->node);
+		zkl_session_prove(lock->epoch, lock->node, 0) :
+		zkl_session_health(lock->epoch, lock->node);
 
 		if (h == ZKL_HEALTH_LOST)
 			lockset_count_lost(lock);
@@ -1208,7 +1081,7 @@ lockset_check_committed(bool wrote)
 	while ((lock = hash_seq_search(&it)) != NULL)
 	{
 		if ((!wrote && lockset_xact_holds(lock) == 0) ||
-			zkl_recipe_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST)
+			zkl_session_health(lock->epoch, lock->node) != ZKL_HEALTH_LOST)
 			continue;
 		lockset_count_lost(lock);
 		terminate = zkl_on_lock_loss == ZKL_LOSS_TERMINATE;

@@ -56,14 +56,10 @@ extern bool zkl_lockset_lease(const ZklName *name, int max_leases, bool xact,
 extern bool zkl_lockset_release_lease(const ZklName *name, bool by_token,
 									  int64 token);
 extern int	zkl_lockset_release_leases(void);
-extern List *zkl_lockset_semaphore_queue(const ZklName *name);
 extern void zkl_lockset_release_all(void);
 extern bool zkl_lockset_holds_any(void);
 extern List *zkl_lockset_rows(void);
 extern char *zkl_lockset_dir(const ZklName *name);
-extern List *zkl_lockset_queue(const ZklName *name);
-extern List *zkl_lockset_waits(void);
-extern List *zkl_lockset_fleet(int max_locks);
 extern void zkl_lockset_session(ZklSessionInfo *info, int *locks);
 
 #endif							/* ZKLOCK_LOCKSET_H */

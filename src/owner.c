@@ -1,24 +1,29 @@
 /*-------------------------------------------------------------------------
  *
  * owner.c
- *	  Read the owner record of a lock node (the JSON object zklock writes:
+ *	  The owner record of a lock node (the JSON object zklock writes:
  *	  host, port, cluster_name, pid, database, user, application_name,
- *	  acquired_at, and max_leases on a semaphore's nodes) for the fleet
- *	  view, and of a wait entry (the same, with waits_dir, waits_node and,
- *	  for a semaphore's lease, waits_max_leases) for the deadlock search.
+ *	  acquired_at, and max_leases on a semaphore's nodes) and of a wait
+ *	  entry (the same after waits_dir, waits_node and, for a semaphore's
+ *	  lease, waits_max_leases): its one formatter, for the nodes and wait
+ *	  entries zklock writes, and its one parser, for the fleet views and
+ *	  the deadlock search.
  *
  * Node data comes from any client, so nothing here trusts it: the parser
  * accepts exactly RFC 8259 JSON (UTF-8, no NUL), bounds its nesting,
  * never reads past len, and fails softly.  Anything that is not a JSON
  * object gives false, and the view shows the raw data alone; a field of
- * the wrong type is left out.  Plain C, no palloc and no elog, so that the
- * unit tests can fuzz it (test/unit/test_owner.c).
+ * the wrong type is left out.  The formatter escapes strings as
+ * PostgreSQL's escape_json does and writes the fields in one fixed order.
+ * Plain C, no palloc and no elog, so that the unit tests can fuzz the
+ * parser and round-trip the formatter through it (test/unit/test_owner.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "owner.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Nesting deeper than this is not an owner record. */
@@ -518,4 +523,127 @@ zkl_owner_parse(const char *data, size_t len, char *buf, ZklOwner *out)
 	}
 	memset(out, 0, sizeof(*out));
 	return false;
+}
+
+/* Where the formatter writes: at most size bytes of buf, len counts all. */
+typedef struct OwnerWriter
+{
+	char	   *buf;
+	size_t		size;
+	size_t		len;
+} OwnerWriter;
+
+static void
+owner_put(OwnerWriter *w, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, w->len++)
+		if (w->len + 1 < w->size)
+			w->buf[w->len] = s[i];
+}
+
+/* A JSON string, escaped as PostgreSQL's escape_json escapes it. */
+static void
+owner_put_string(OwnerWriter *w, const char *s)
+{
+	owner_put(w, "\"", 1);
+	for (; *s; s++)
+	{
+		char		esc[7];
+
+		switch (*s)
+		{
+			case '\b':
+				owner_put(w, "\\b", 2);
+				break;
+			case '\f':
+				owner_put(w, "\\f", 2);
+				break;
+			case '\n':
+				owner_put(w, "\\n", 2);
+				break;
+			case '\r':
+				owner_put(w, "\\r", 2);
+				break;
+			case '\t':
+				owner_put(w, "\\t", 2);
+				break;
+			case '"':
+				owner_put(w, "\\\"", 2);
+				break;
+			case '\\':
+				owner_put(w, "\\\\", 2);
+				break;
+			default:
+				if ((unsigned char) *s < ' ')
+				{
+					snprintf(esc, sizeof(esc), "\\u%04x", (unsigned) *s);
+					owner_put(w, esc, 6);
+				}
+				else
+					owner_put(w, s, 1);
+				break;
+		}
+	}
+	owner_put(w, "\"", 1);
+}
+
+/* The key of a member, after a comma unless it is the first. */
+static void
+owner_put_key(OwnerWriter *w, const char *key)
+{
+	if (w->len > 1)
+		owner_put(w, ",", 1);
+	owner_put_string(w, key);
+	owner_put(w, ":", 1);
+}
+
+static void
+owner_put_str_member(OwnerWriter *w, const char *key, const char *value)
+{
+	if (value == NULL)
+		return;
+	owner_put_key(w, key);
+	owner_put_string(w, value);
+}
+
+static void
+owner_put_int_member(OwnerWriter *w, const char *key, bool has, int32_t value)
+{
+	char		num[16];
+
+	if (!has)
+		return;
+	owner_put_key(w, key);
+	owner_put(w, num, (size_t) snprintf(num, sizeof(num), "%d", (int) value));
+}
+
+/*
+ * Write the record o as JSON into buf (at most size bytes, NUL included,
+ * as snprintf does); returns its length, so that a call with size 0 sizes
+ * the buffer.  A NULL string and an integer without has_* are left out;
+ * a wait entry's fields come first, then the owner's, then max_leases.
+ */
+size_t
+zkl_owner_format(const ZklOwner *o, char *buf, size_t size)
+{
+	OwnerWriter w = {buf, size, 0};
+
+	owner_put(&w, "{", 1);
+	owner_put_str_member(&w, "waits_dir", o->waits_dir);
+	owner_put_str_member(&w, "waits_node", o->waits_node);
+	owner_put_int_member(&w, "waits_max_leases", o->has_waits_max_leases,
+						 o->waits_max_leases);
+	owner_put_str_member(&w, "host", o->host);
+	owner_put_int_member(&w, "port", o->has_port, o->port);
+	owner_put_str_member(&w, "cluster_name", o->cluster_name);
+	owner_put_int_member(&w, "pid", o->has_pid, o->pid);
+	owner_put_str_member(&w, "database", o->database);
+	owner_put_str_member(&w, "user", o->user);
+	owner_put_str_member(&w, "application_name", o->application_name);
+	owner_put_str_member(&w, "acquired_at", o->acquired_at);
+	owner_put_int_member(&w, "max_leases", o->has_max_leases, o->max_leases);
+	owner_put(&w, "}", 1);
+	if (size > 0)
+		buf[w.len < size ? w.len : size - 1] = '\0';
+	return w.len;
 }

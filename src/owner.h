@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * owner.h
- *	  The owner record zklock writes into its lock nodes, read back for the
- *	  fleet view (owner.c).
+ *	  The owner record zklock writes into its lock nodes and wait entries,
+ *	  and reads back for the fleet views and the deadlock search (owner.c:
+ *	  its one formatter and its one parser).
  *
  * Plain C with no PostgreSQL dependency, so that the parser can be fuzzed
  * by the unit tests: node data comes from any ZooKeeper client.
@@ -17,9 +18,10 @@
 #include <stdint.h>
 
 /*
- * The fields of an owner record.  A string field is NULL when the record
- * lacks it or gives it another type; strings are valid UTF-8 without NUL
- * bytes and point into the caller's buffer.
+ * The fields of an owner record.  Parsed: a string field is NULL when the
+ * record lacks it or gives it another type; strings are valid UTF-8
+ * without NUL bytes and point into the caller's buffer.  Formatted: a
+ * NULL string and an integer without its has_* flag are left out.
  */
 typedef struct ZklOwner
 {
@@ -44,6 +46,7 @@ typedef struct ZklOwner
 /* Room the caller gives zkl_owner_parse for len bytes of data. */
 #define ZKL_OWNER_BUF(len) ((len) + 1)
 
+extern size_t zkl_owner_format(const ZklOwner *o, char *buf, size_t size);
 extern bool zkl_owner_parse(const char *data, size_t len, char *buf,
 							ZklOwner *out);
 extern bool zkl_owner_utf8_valid(const char *s, size_t len);

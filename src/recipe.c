@@ -3,8 +3,8 @@
  * recipe.c
  *	  The lock: shared and exclusive contenders of one lock directory, as a
  *	  policy of the contender engine (engine.c); the semaphore's mutex (an
- *	  exclusive lock with Curator's names); the fleet view of a lock's
- *	  queue; and what the lock set needs of a held node.
+ *	  exclusive lock with Curator's names); and the fleet view of a lock's
+ *	  queue.
  *
  * A waiter watches only the node that blocks it (names.c decides which),
  * so one release wakes one waiter; when that node was the only one ahead
@@ -20,6 +20,7 @@
 
 #include "engine.h"
 #include "guc.h"
+#include "views.h"
 
 /*
  * Held when nothing ahead blocks us (names.c's rule: an exclusive node
@@ -44,59 +45,30 @@ static const ZklPolicy lock_policy = {
 	.decide = lock_decide
 };
 
-/* One contender of a lock directory, run to the end. */
-static ZklAcquire
-recipe_run(const char *dir, const char *display, bool semaphore,
-		   const char *infix, const char *data, TimestampTz deadline,
-		   char **node, int64 *token)
-{
-	ZklContender c;
-
-	zkl_engine_contender(&c, &lock_policy, dir, display, semaphore, infix,
-						 data, deadline);
-	if (zkl_engine_run(&c) != ZKL_ACQUIRED)
-		return ZKL_TIMED_OUT;
-	*node = c.node;
-	*token = c.token;
-	return ZKL_ACQUIRED;
-}
-
-/*
- * Acquire the lock of directory dir (display: its name for messages).
- * Returns ZKL_ACQUIRED with the node path and fencing token (czxid) once
- * held, ZKL_TIMED_OUT when the deadline passed first; raises on ZooKeeper
- * errors and interrupts, leaving nothing behind.
- */
-ZklAcquire
-zkl_recipe_acquire(const char *dir, const char *display, bool shared,
-				   const char *data, TimestampTz deadline, char **node,
-				   int64 *token)
-{
-	return recipe_run(dir, display, false,
-					  shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix(),
-					  data, deadline, node, token);
-}
-
 /*
  * Acquire the locks of directories dirs[0..n) as one (displays: their
  * names for messages), all shared or all exclusive; the directories must
- * differ.  Returns ZKL_ACQUIRED with every node path and fencing token
- * once all are held, ZKL_TIMED_OUT when the deadline passed first (with
- * *blocked: the index of the lock that was not granted); raises on
- * ZooKeeper errors and interrupts, leaving nothing behind.
+ * differ; a single lock is a set of one.  Returns ZKL_ACQUIRED with every
+ * node path and fencing token (czxid) once all are held, ZKL_TIMED_OUT
+ * when the deadline passed first (with *blocked: the index of the lock
+ * that was not granted); raises on ZooKeeper errors and interrupts,
+ * leaving nothing behind.  *report hears of every wait.
  */
 ZklAcquire
 zkl_recipe_acquire_set(int n, const char *const *dirs,
 					   const char *const *displays, bool shared,
-					   const char *data, TimestampTz deadline, char **nodes,
-					   int64 *tokens, int *blocked)
+					   const ZklOwner *owner, TimestampTz deadline, char **nodes,
+					   int64 *tokens, int *blocked, ZklWaitReport *report)
 {
 	ZklContender *cs = palloc0(sizeof(ZklContender) * n);
 
 	for (int i = 0; i < n; i++)
+	{
 		zkl_engine_contender(&cs[i], &lock_policy, dirs[i], displays[i], false,
 							 shared ? ZKL_SHARED_INFIX : zkl_guc_exclusive_infix(),
-							 data, deadline);
+							 owner, deadline);
+		cs[i].report = report;
+	}
 	if (zkl_engine_run_set(cs, n) != ZKL_ACQUIRED)
 	{
 		*blocked = 0;
@@ -121,11 +93,19 @@ zkl_recipe_acquire_set(int n, const char *const *dirs,
  */
 ZklAcquire
 zkl_recipe_acquire_mutex(const char *dir, const char *display,
-						 const char *data, TimestampTz deadline, char **node,
-						 int64 *token)
+						 const ZklOwner *owner, TimestampTz deadline, char **node,
+						 int64 *token, ZklWaitReport *report)
 {
-	return recipe_run(dir, display, true, ZKL_EXCLUSIVE_INFIX, data,
-					  deadline, node, token);
+	ZklContender c;
+
+	zkl_engine_contender(&c, &lock_policy, dir, display, true,
+						 ZKL_EXCLUSIVE_INFIX, owner, deadline);
+	c.report = report;
+	if (zkl_engine_run(&c) != ZKL_ACQUIRED)
+		return ZKL_TIMED_OUT;
+	*node = c.node;
+	*token = c.token;
+	return ZKL_ACQUIRED;
 }
 
 /*
@@ -138,14 +118,17 @@ List *
 zkl_recipe_queue(const char *dir)
 {
 	ZklQueueEntry *e;
-	int			n = zkl_engine_read(&dir, 1, &e);
-	char	  **names = palloc(sizeof(char *) * Max(n, 1));
+	int			n;
+	char	  **names;
 	ZklQueue	q;
 	List	   *rows = NIL;
 
+	zkl_session_connect();
+	n = zkl_queue_read(&dir, 1, &e);
+	names = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 		names[i] = e[i].name;
-	zkl_engine_parse(&q, names, n, NULL);
+	zkl_queue_parse(&q, names, n, NULL);
 	/* czxid and data: from the entry each child's name was copied from */
 	for (int i = 0; i < q.nkids; i++)
 		for (int j = 0; j < n; j++)
@@ -168,66 +151,4 @@ zkl_recipe_queue(const char *dir)
 		rows = lappend(rows, row);
 	}
 	return rows;
-}
-
-/*
- * A held node and its session, for the lock set: the recipe layer is the
- * lock set's only neighbour below, and these are what it asks of a node it
- * holds.
- */
-void
-zkl_recipe_connect(void)
-{
-	zkl_session_connect();
-}
-
-uint64
-zkl_recipe_epoch(void)
-{
-	return zkl_session_epoch();
-}
-
-ZklLockHealth
-zkl_recipe_health(uint64 epoch, const char *node)
-{
-	return zkl_session_health(epoch, node);
-}
-
-ZklLockHealth
-zkl_recipe_prove(uint64 epoch, const char *node)
-{
-	return zkl_session_prove(epoch, node, 0);
-}
-
-int64
-zkl_recipe_unheard_ms(void)
-{
-	return zkl_session_unheard_ms();
-}
-
-/* Release a held lock's node: never blocks, never raises. */
-void
-zkl_recipe_release(const char *node)
-{
-	zkl_session_release(node);
-}
-
-/* Wait for the ensemble to answer every release sent; never raises. */
-ZklReleaseWait
-zkl_recipe_await_releases(int *timeout_ms)
-{
-	return zkl_session_await_releases(timeout_ms);
-}
-
-/* The first release the ensemble refused to delete (ZNOAUTH), if any. */
-char *
-zkl_recipe_take_denied(int *count)
-{
-	return zkl_session_take_denied(count);
-}
-
-void
-zkl_recipe_session_info(ZklSessionInfo *info)
-{
-	zkl_session_info(info);
 }

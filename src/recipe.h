@@ -3,12 +3,11 @@
  * recipe.h
  *	  The recipe layer, as the lock set above it sees it: acquire a lock
  *	  or a lease (recipe.c and semaphore.c, on the contender engine of
- *	  engine.c), the health, proof and release of a held node, the fleet
- *	  views (with deadlock.c), and the session's state for zk_session().
+ *	  engine.c).  What the lock set asks of a node it holds goes to the
+ *	  session's face for held nodes (session_held.h), not through here.
  *
  * Only the lock set (ZKL_LOCKSET_LAYER) and the recipe layer itself
- * (ZKL_RECIPE_LAYER) include this header; the session below is reached
- * through it, never directly.
+ * (ZKL_RECIPE_LAYER) include this header.
  *
  *-------------------------------------------------------------------------
  */
@@ -22,36 +21,32 @@
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 
+#include "owner.h"
 #include "zkltypes.h"
 
-extern ZklAcquire zkl_recipe_acquire(const char *dir, const char *display,
-									 bool shared, const char *data,
-									 TimestampTz deadline, char **node,
-									 int64 *token);
+/*
+ * What an acquisition's waits came to, for the lock set's statistics.
+ * The caller zeroes it; the recipe fills it in as it goes, so that it
+ * tells the caller as much when the acquisition raises as when it
+ * returns.
+ */
+typedef struct ZklWaitReport
+{
+	const char *waited_for;		/* display of the lock of its latest wait
+								 * (the caller's string); NULL: none */
+	bool		canceled;		/* raised: a cancel or statement_timeout */
+	bool		deadlocked;		/* raised: it was a deadlock's victim */
+} ZklWaitReport;
+
 extern ZklAcquire zkl_recipe_acquire_set(int n, const char *const *dirs,
 										 const char *const *displays,
-										 bool shared, const char *data,
+										 bool shared, const ZklOwner *owner,
 										 TimestampTz deadline, char **nodes,
-										 int64 *tokens, int *blocked);
-extern ZklAcquire zkl_recipe_lease(const char *dir, const char *display,
-								   int max_leases, const char *data,
-								   TimestampTz deadline, char **node,
-								   int64 *token);
-extern uint64 zkl_recipe_waits(const char **display);
-extern List *zkl_recipe_queue(const char *dir);
-extern List *zkl_recipe_semaphore_queue(const char *dir);
-extern List *zkl_deadlock_waits(void);
-extern List *zkl_recipe_fleet(int max_locks);
-
-/* A held node and the session that holds it. */
-extern void zkl_recipe_connect(void);
-extern uint64 zkl_recipe_epoch(void);
-extern ZklLockHealth zkl_recipe_health(uint64 epoch, const char *node);
-extern ZklLockHealth zkl_recipe_prove(uint64 epoch, const char *node);
-extern int64 zkl_recipe_unheard_ms(void);
-extern void zkl_recipe_release(const char *node);
-extern ZklReleaseWait zkl_recipe_await_releases(int *timeout_ms);
-extern char *zkl_recipe_take_denied(int *count);
-extern void zkl_recipe_session_info(ZklSessionInfo *info);
+										 int64 *tokens, int *blocked,
+										 ZklWaitReport *report);
+extern ZklAcquire zkl_semaphore_lease(const char *dir, const char *display,
+									  int max_leases, const ZklOwner *owner,
+									  TimestampTz deadline, char **node,
+									  int64 *token, ZklWaitReport *report);
 
 #endif							/* ZKLOCK_RECIPE_H */

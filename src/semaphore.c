@@ -35,6 +35,7 @@
 
 #include "engine.h"
 #include "owner.h"
+#include "views.h"
 
 #define ZKL_LEASE_INFIX "-lease-"
 
@@ -71,7 +72,7 @@ sem_decide(const ZklContender *c, const ZklQueue *q, int self, bool expired,
 	if (q->n <= c->max_leases)
 		return ZKL_VERDICT_HELD;
 	for (int i = 0; i < q->n; i++)
-		mine += zkl_engine_is_ours(q->names[i]);
+		mine += zkl_queue_is_ours(q->names[i]);
 	if (!expired && mine > c->max_leases)
 		sem_raise_self_deadlock(c, mine);
 	return ZKL_VERDICT_WAIT_CHILDREN;
@@ -88,32 +89,34 @@ static const ZklPolicy lease_policy = {
  * (display: its name for messages).  Returns ZKL_ACQUIRED with the lease
  * node and its czxid as the token, ZKL_TIMED_OUT when the deadline passed
  * first; raises on errors and interrupts, leaving nothing behind.  The
- * mutex is released on every way out.
+ * mutex is released on every way out.  *report hears of every wait.
  */
 ZklAcquire
-zkl_recipe_lease(const char *dir, const char *display, int max_leases,
-				 const char *data, TimestampTz deadline, char **node,
-				 int64 *token)
+zkl_semaphore_lease(const char *dir, const char *display, int max_leases,
+					const ZklOwner *owner, TimestampTz deadline, char **node,
+					int64 *token, ZklWaitReport *report)
 {
 	ZklContender c;
 	volatile ZklAcquire got = ZKL_TIMED_OUT;
 	char	   *mutex;
 	int64		mutex_token;
 
-	if (zkl_recipe_acquire_mutex(psprintf("%s/locks", dir), display, data,
-								 deadline, &mutex, &mutex_token) != ZKL_ACQUIRED)
+	if (zkl_recipe_acquire_mutex(psprintf("%s/locks", dir), display, owner,
+								 deadline, &mutex, &mutex_token,
+								 report) != ZKL_ACQUIRED)
 		return ZKL_TIMED_OUT;
 	zkl_engine_contender(&c, &lease_policy, psprintf("%s/leases", dir),
-						 display, true, ZKL_LEASE_INFIX, data, deadline);
+						 display, true, ZKL_LEASE_INFIX, owner, deadline);
 	c.max_leases = max_leases;
 	c.anchor = mutex;
+	c.report = report;
 	PG_TRY();
 	{
 		got = zkl_engine_run(&c);
 	}
 	PG_FINALLY();
 	{
-		zkl_recipe_release(mutex);
+		zkl_session_release(mutex);
 	}
 	PG_END_TRY();
 	if (got != ZKL_ACQUIRED)
@@ -146,15 +149,17 @@ sem_entry_cmp(const void *a, const void *b)
  * held).  Children that vanish meanwhile are left out.
  */
 List *
-zkl_recipe_semaphore_queue(const char *dir)
+zkl_semaphore_queue(const char *dir)
 {
 	const char *dirs[2] = {psprintf("%s/leases", dir), psprintf("%s/locks", dir)};
 	ZklQueueEntry *e;
-	int			n = zkl_engine_read(dirs, 2, &e);
+	int			n;
 	int			max = -1;
 	int			nleases = 0;
 	List	   *rows = NIL;
 
+	zkl_session_connect();
+	n = zkl_queue_read(dirs, 2, &e);
 	for (int i = 0; i < n && max < 0; i++)
 	{
 		char	   *buf = palloc(ZKL_OWNER_BUF(strlen(e[i].data)));

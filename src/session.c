@@ -513,7 +513,7 @@ session_check_settings(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zklock.hosts is not set"),
 				 errhint("Set zklock.hosts to the ZooKeeper connect string in postgresql.conf, or run LOAD 'zklock', then ALTER SYSTEM SET zklock.hosts = 'zk1:2181,zk2:2181,zk3:2181' and SELECT pg_reload_conf().")));
-	if (zkl_use_auth() && strchr(zkl_auth, ':') == NULL)
+	if (zkl_guc_use_auth() && strchr(zkl_auth, ':') == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("zklock.auth must have the form user:password")));
@@ -523,7 +523,7 @@ session_check_settings(void)
 	 * configuration file is a placeholder any role can SHOW.  Only
 	 * preloading hides it everywhere, so credentials demand it.
 	 */
-	if (zkl_use_auth() && !zkl_preloaded)
+	if (zkl_guc_use_auth() && !zkl_guc_preloaded)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zklock.auth requires zklock in shared_preload_libraries"),
@@ -760,7 +760,7 @@ session_open(void)
 	 * between two connection attempts (C client patch 0008).  A session
 	 * without them must not open: its nodes would get no protecting ACL.
 	 */
-	if (zkl_use_auth())
+	if (zkl_guc_use_auth())
 	{
 		int			rc = zoo_add_auth(zh, "digest", zkl_auth,
 									  (int) strlen(zkl_auth),

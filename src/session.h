@@ -6,7 +6,8 @@
  *	  result codes, waiting, node clean-up.  Implemented by the session
  *	  file family (session*.c), the only code that calls zoo_*.  Only the
  *	  recipe layer (ZKL_RECIPE_LAYER) and the session files (through
- *	  session_int.h) include it.
+ *	  session_int.h) include it.  What the lock set needs of held nodes is
+ *	  in session_held.h, which this header includes.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,6 +22,7 @@
 
 #include "compat.h"
 #include "names.h"
+#include "session_held.h"
 #include "zkltypes.h"
 
 /* The answer to a request, in zklock's terms. */
@@ -63,15 +65,8 @@ typedef enum ZklWaitKind
 
 #define ZKL_WAIT_KINDS (ZKL_WAIT_RELEASE + 1)
 
-extern void zkl_session_connect(void);
-extern uint64 zkl_session_epoch(void);
 extern const char *zkl_session_own_prefix(void);
 extern void zkl_session_next_uuid(char out[ZKL_UUID_LEN + 1]);
-extern ZklLockHealth zkl_session_health(uint64 epoch, const char *node);
-extern ZklLockHealth zkl_session_prove(uint64 epoch, const char *node,
-									   TimestampTz deadline);
-extern int64 zkl_session_unheard_ms(void);
-extern void zkl_session_info(ZklSessionInfo *info);
 
 extern ZklOp *zkl_session_create_node(const char *path, const char *data,
 									  const char *sweep_dir,
@@ -107,10 +102,7 @@ extern void zkl_session_op_free(ZklOp *op);
 pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *path);
 
 extern void zkl_session_adopt_node(const char *path);
-extern void zkl_session_release(const char *path);
 extern bool zkl_session_tracks(const char *path);
-extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms);
-extern char *zkl_session_take_denied(int *count);
 extern void zkl_session_unwatch(const char *path);
 extern void zkl_session_unwatch_children(const char *path);
 

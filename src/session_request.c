@@ -3,9 +3,9 @@
  * session_request.c
  *	  Asynchronous requests of the main thread and their completions.
  *
- * A request is a ZklOp: sent with zoo_a*, answered on the completion
- * thread, which copies the answer into the op under mu and wakes the main
- * thread.  An op belongs to whoever sent it until zkl_session_op_free; one
+ * A request is a ZklOp: sent with zoo_a*, answered on the library's IO
+ * thread (completions run there: zoo_set_io_completions), which copies the
+ * answer into the op under mu and wakes the main thread.  An op belongs to whoever sent it until zkl_session_op_free; one
  * freed while still under way is marked abandoned and its completion frees
  * it, and cleans up after it: the node of a lock-node create nobody
  * claimed is deleted (or searched for by its uuid, when the reply was
@@ -934,7 +934,7 @@ zkl_sess_request_set_identity(void)
 	int			len;
 
 	zkl_req_own_digest[0] = '\0';
-	if (!zkl_use_auth())
+	if (!zkl_guc_use_auth())
 		return;
 	colon = strchr(zkl_auth, ':');
 	ctx = pg_cryptohash_create(PG_SHA1);

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * sql_api.c
- *	  The SQL-callable functions: argument checks, then the lock set.
+ *	  The SQL-callable functions: argument checks, then the lock set, or
+ *	  for the fleet views their readers (views.h).
  *
  * The lock functions are not STRICT because a NULL timeout means "use
  * lock_timeout, else wait for ever"; a NULL name gives NULL.
@@ -30,6 +31,7 @@
 #include "lockset.h"
 #include "names.h"
 #include "owner.h"
+#include "views.h"
 
 /*
  * How a function names its lock: text, bigint, or a pair of integers.
@@ -489,7 +491,7 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_queue(&name))
+	foreach(lc, zkl_recipe_queue(zkl_lockset_dir(&name)))
 	{
 		ZklQueueRow *row = lfirst(lc);
 		Datum		values[6];
@@ -506,31 +508,83 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* An owner column of the fleet views, from a node's owner record. */
+typedef enum ZklOwnerCol
+{
+	OWNER_CLUSTER_NAME,
+	OWNER_HOST,
+	OWNER_PORT,
+	OWNER_PID,
+	OWNER_DATABASE,
+	OWNER_USER,
+	OWNER_APPLICATION_NAME,
+	OWNER_ACQUIRED_AT,
+	OWNER_DATA					/* the node's data itself */
+} ZklOwnerCol;
+
+/* zk_lock_queue, zk_semaphore_queue and zk_fleet_locks show all of them. */
+static const ZklOwnerCol api_owner_all[] = {
+	OWNER_CLUSTER_NAME, OWNER_HOST, OWNER_PORT, OWNER_PID, OWNER_DATABASE,
+	OWNER_USER, OWNER_APPLICATION_NAME, OWNER_ACQUIRED_AT, OWNER_DATA
+};
+
+/* zk_lock_waits shows who blocks, briefly. */
+static const ZklOwnerCol api_owner_brief[] = {
+	OWNER_CLUSTER_NAME, OWNER_HOST, OWNER_PID, OWNER_DATA
+};
+
 /*
- * The owner columns of the fleet views from a node's data: cluster_name,
- * host, port, pid, database, user, application_name, acquired_at, and the
- * data itself (values[0..9)).  Data that is not an owner record leaves
- * the owner columns NULL.
+ * The one filler of owner columns: cols[0..ncols) into values and nulls
+ * from a node's data (NULL: no data, every column NULL).  Data that is
+ * not an owner record leaves the owner columns NULL and shows in the data
+ * column only: the views never fail on what they read.
  */
 static void
-api_owner_values(const char *data, Datum *values, bool *nulls)
+api_owner_values(const char *data, const ZklOwnerCol *cols, int ncols,
+				 Datum *values, bool *nulls)
 {
-	size_t		len = strlen(data);
+	size_t		len = data ? strlen(data) : 0;
 	char	   *buf = palloc(ZKL_OWNER_BUF(len));
 	ZklOwner	o;
 
-	(void) zkl_owner_parse(data, len, buf, &o);
-	nulls[0] = !api_owner_text(o.cluster_name, &values[0]);
-	nulls[1] = !api_owner_text(o.host, &values[1]);
-	values[2] = Int32GetDatum(o.port);
-	nulls[2] = !o.has_port;
-	values[3] = Int32GetDatum(o.pid);
-	nulls[3] = !o.has_pid;
-	nulls[4] = !api_owner_text(o.database, &values[4]);
-	nulls[5] = !api_owner_text(o.user, &values[5]);
-	nulls[6] = !api_owner_text(o.application_name, &values[6]);
-	nulls[7] = !api_owner_time(o.acquired_at, &values[7]);
-	values[8] = api_data_text(data);
+	(void) zkl_owner_parse(data ? data : "", len, buf, &o);
+	for (int i = 0; i < ncols; i++)
+	{
+		switch (cols[i])
+		{
+			case OWNER_CLUSTER_NAME:
+				nulls[i] = !api_owner_text(o.cluster_name, &values[i]);
+				break;
+			case OWNER_HOST:
+				nulls[i] = !api_owner_text(o.host, &values[i]);
+				break;
+			case OWNER_PORT:
+				values[i] = Int32GetDatum(o.port);
+				nulls[i] = !o.has_port;
+				break;
+			case OWNER_PID:
+				values[i] = Int32GetDatum(o.pid);
+				nulls[i] = !o.has_pid;
+				break;
+			case OWNER_DATABASE:
+				nulls[i] = !api_owner_text(o.database, &values[i]);
+				break;
+			case OWNER_USER:
+				nulls[i] = !api_owner_text(o.user, &values[i]);
+				break;
+			case OWNER_APPLICATION_NAME:
+				nulls[i] = !api_owner_text(o.application_name, &values[i]);
+				break;
+			case OWNER_ACQUIRED_AT:
+				nulls[i] = !api_owner_time(o.acquired_at, &values[i]);
+				break;
+			case OWNER_DATA:
+				nulls[i] = data == NULL;
+				if (data != NULL)
+					values[i] = api_data_text(data);
+				break;
+		}
+	}
 }
 
 /*
@@ -557,7 +611,8 @@ api_queue_rows(FunctionCallInfo fcinfo, List *queue)
 		values[2] = BoolGetDatum(row->holds);
 		values[3] = CStringGetTextDatum(row->node);
 		values[4] = Int64GetDatum(row->token);
-		api_owner_values(row->data, values + 5, nulls + 5);
+		api_owner_values(row->data, api_owner_all, lengthof(api_owner_all),
+						 values + 5, nulls + 5);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -568,7 +623,7 @@ api_lock_queue(FunctionCallInfo fcinfo, ZklApiKey kind)
 {
 	ZklName		name = api_name(fcinfo, kind);
 
-	return api_queue_rows(fcinfo, zkl_lockset_queue(&name));
+	return api_queue_rows(fcinfo, zkl_recipe_queue(zkl_lockset_dir(&name)));
 }
 
 /*
@@ -585,30 +640,20 @@ zk_lock_waits(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_waits())
+	foreach(lc, zkl_deadlock_waits())
 	{
 		ZklWaitRow *row = lfirst(lc);
-		const char *data = row->blocker_data ? row->blocker_data : "";
-		char	   *buf = palloc(ZKL_OWNER_BUF(strlen(data)));
-		ZklOwner	o;
 		Datum		values[10];
 		bool		nulls[10] = {0};
 
-		(void) zkl_owner_parse(data, strlen(data), buf, &o);
 		nulls[0] = !api_owner_text(row->waiter_cluster, &values[0]);
 		values[1] = Int32GetDatum(row->waiter_pid);
 		values[2] = CStringGetTextDatum(row->dir);
 		values[3] = CStringGetTextDatum(row->waiter_node);
 		values[4] = CStringGetTextDatum(row->blocker_node);
 		values[5] = BoolGetDatum(row->blocker_holds);
-		nulls[6] = !api_owner_text(o.cluster_name, &values[6]);
-		nulls[7] = !api_owner_text(o.host, &values[7]);
-		values[8] = Int32GetDatum(o.pid);
-		nulls[8] = !o.has_pid;
-		if (row->blocker_data)
-			values[9] = api_data_text(row->blocker_data);
-		else
-			nulls[9] = true;
+		api_owner_values(row->blocker_data, api_owner_brief,
+						 lengthof(api_owner_brief), values + 6, nulls + 6);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
@@ -748,7 +793,7 @@ zk_semaphore_queue(PG_FUNCTION_ARGS)
 {
 	ZklName		name = api_name(fcinfo, API_TEXT);
 
-	return api_queue_rows(fcinfo, zkl_lockset_semaphore_queue(&name));
+	return api_queue_rows(fcinfo, zkl_semaphore_queue(zkl_lockset_dir(&name)));
 }
 
 /* ms since 1970 (a znode's ctime) as a timestamptz. */
@@ -780,7 +825,7 @@ zk_fleet_locks(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_locks must not be negative")));
 	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, zkl_lockset_fleet(max_locks))
+	foreach(lc, zkl_fleet_locks(max_locks))
 	{
 		ZklFleetRow *r = lfirst(lc);
 		Datum		values[16];
@@ -810,7 +855,8 @@ zk_fleet_locks(PG_FUNCTION_ARGS)
 		if (r->holder_node)
 		{
 			values[6] = CStringGetTextDatum(r->holder_node);
-			api_owner_values(r->holder_data, values + 7, nulls + 7);
+			api_owner_values(r->holder_data, api_owner_all,
+							 lengthof(api_owner_all), values + 7, nulls + 7);
 		}
 		else
 			for (int i = 6; i < 16; i++)

@@ -79,7 +79,7 @@ zkl_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 void
 _PG_init(void)
 {
-	zkl_preloaded = process_shared_preload_libraries_in_progress;
+	zkl_guc_preloaded = process_shared_preload_libraries_in_progress;
 	zkl_guc_define();
 	if (process_shared_preload_libraries_in_progress)
 	{

@@ -2,8 +2,9 @@
  *
  * zkltypes.h
  *	  Plain values that cross the layers: what an acquisition came to, a
- *	  lock's health, how a wait for releases ended, and the rows of the
- *	  views.  No functions: each layer's header declares its own.
+ *	  lock's health, how a wait for releases ended, what zk_session()
+ *	  shows.  No functions: each layer's header declares its own (the
+ *	  fleet views' rows are in views.h, with their readers).
  *
  *-------------------------------------------------------------------------
  */
@@ -43,42 +44,5 @@ typedef struct ZklSessionInfo
 	int			timeout_ms;
 	uint64		watch_events;
 } ZklSessionInfo;
-
-/* A row of zk_lock_queue() and zk_semaphore_queue(). */
-typedef struct ZklQueueRow
-{
-	int			position;
-	const char *mode;			/* shared, exclusive; lease, mutex, queued */
-	bool		holds;
-	char	   *node;
-	int64		token;
-	char	   *data;
-} ZklQueueRow;
-
-/* A row of zk_lock_waits(): a published wait and one node in its way. */
-typedef struct ZklWaitRow
-{
-	char	   *waiter_cluster;
-	int			waiter_pid;
-	char	   *dir;
-	char	   *waiter_node;
-	char	   *blocker_node;
-	bool		blocker_holds;
-	char	   *blocker_data;	/* the blocking node's data, or NULL */
-} ZklWaitRow;
-
-/* A row of zk_fleet_locks(): one lock or semaphore directory. */
-typedef struct ZklFleetRow
-{
-	char	   *component;		/* its znode name under zklock.root */
-	char	   *path;
-	const char *kind;			/* lock, semaphore */
-	int			holders;
-	int			waiting;
-	int64		oldest_wait_ms; /* the first waiter's node created, ms since
-								 * 1970; 0: nobody waits */
-	char	   *holder_node;	/* the first holder's node and data, or NULL */
-	char	   *holder_data;
-} ZklFleetRow;
 
 #endif							/* ZKLOCK_ZKLTYPES_H */

@@ -47,18 +47,36 @@ probe() {
 # the SQL layer (sql_api.c, zklock.c): the lock set and the plain helpers
 probe compiles ZKL_SQL_LAYER lockset.h
 for h in names.h owner.h guc.h zkltypes.h; do probe compiles ZKL_SQL_LAYER "$h"; done
-for h in recipe.h engine.h session.h session_int.h; do probe refused ZKL_SQL_LAYER "$h"; done
-# the lock set: the recipe layer's API, nothing of the session
-probe compiles ZKL_LOCKSET_LAYER recipe.h "zkl_recipe_connect()"
+# the fleet views' readers: one header, for the SQL layer (and the recipe
+# files that implement it), not for the lock set
+probe compiles ZKL_SQL_LAYER views.h "zkl_fleet_locks(0)"
+probe refused ZKL_SQL_LAYER views.h "zkl_engine_run(0)"
+probe refused ZKL_LOCKSET_LAYER views.h
+for h in recipe.h engine.h queue.h deadlock.h session.h session_held.h session_int.h; do
+	probe refused ZKL_SQL_LAYER "$h"
+done
+# the lock set: the recipe layer's API and the session's face for held
+# nodes, nothing else of the session
+probe compiles ZKL_LOCKSET_LAYER recipe.h
 probe refused ZKL_LOCKSET_LAYER recipe.h "zkl_session_connect()"
-for h in engine.h session.h session_int.h; do probe refused ZKL_LOCKSET_LAYER "$h"; done
+probe compiles ZKL_LOCKSET_LAYER session_held.h "zkl_session_connect()"
+probe refused ZKL_LOCKSET_LAYER session_held.h "zkl_session_children(\"/\")"
+for h in engine.h queue.h deadlock.h session.h session_int.h; do
+	probe refused ZKL_LOCKSET_LAYER "$h"
+done
 # the recipe layer: the engine and the session's public API
 probe compiles ZKL_RECIPE_LAYER engine.h "zkl_session_connect()"
+# below the engine: the queue, and the deadlock search, which sees the
+# queue and not the engine
+probe compiles ZKL_RECIPE_LAYER queue.h "zkl_queue_parse(0, 0, 0, 0)"
+probe compiles ZKL_RECIPE_LAYER deadlock.h "zkl_deadlock_wait_end(0)"
+probe refused ZKL_RECIPE_LAYER deadlock.h "zkl_engine_run(0)"
+probe refused ZKL_RECIPE_LAYER queue.h "zkl_engine_run(0)"
 probe refused ZKL_RECIPE_LAYER lockset.h
 probe refused ZKL_RECIPE_LAYER session_int.h
 # the session files: their internals, nothing above
 probe compiles "" session_int.h
-probe refused "" session_int.h "zkl_recipe_connect()"
+probe refused "" session_int.h "zkl_recipe_acquire_set(0, 0, 0, 0, 0, 0, 0, 0, 0)"
 # the statistics are a plain helper: every layer may count
 probe compiles ZKL_SQL_LAYER stats.h "zkl_stats_reset()"
 probe compiles ZKL_LOCKSET_LAYER stats.h "zkl_stats_session(ZKL_SS_REQUESTS, 1)"

@@ -317,7 +317,7 @@ my $c = session($node, %bounded);
 # entry, its node buffer), so the machinery must catch and fail one, and
 # the lock must not be taken.
 {
-	my $fn = fail_allocation($c, "SELECT zk_xact_lock('alloc-control')", 'zkl_recipe_acquire',
+	my $fn = fail_allocation($c, "SELECT zk_xact_lock('alloc-control')", 'zkl_recipe_acquire_set',
 		'zkl_lockset_acquire', 1, 1);
 	my ($out, $err) = finish_wait($c);
 	ok(defined $fn && $fn ne '', 'control: the first allocation in the lock set is caught')
@@ -328,11 +328,11 @@ my $c = session($node, %bounded);
 
 for my $case (
 	[ 'transaction lock', "SELECT zk_xact_lock('alloc-xact')", '/zklock/alloc-xact',
-		'zkl_recipe_acquire', 'zkl_lockset_acquire', 'SELECT zk_unlock_all()' ],
+		'zkl_recipe_acquire_set', 'zkl_lockset_acquire', 'SELECT zk_unlock_all()' ],
 	[ 'session lock', "SELECT zk_lock('alloc-session')", '/zklock/alloc-session',
-		'zkl_recipe_acquire', 'zkl_lockset_acquire', 'SELECT zk_unlock_all()' ],
+		'zkl_recipe_acquire_set', 'zkl_lockset_acquire', 'SELECT zk_unlock_all()' ],
 	[ 'semaphore lease', "SELECT zk_semaphore('alloc-sem', 2)", '/zklock/alloc-sem/leases',
-		'zkl_recipe_lease', 'zkl_lockset_lease', 'SELECT zk_semaphore_release_all()' ])
+		'zkl_semaphore_lease', 'zkl_lockset_lease', 'SELECT zk_semaphore_release_all()' ])
 {
 	my ($what, $sql, $dir, $recipe_fn, $lockset_fn, $release) = @$case;
 	my $k = 1;

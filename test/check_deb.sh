@@ -15,18 +15,7 @@ pgc=$1
 major=$("$pgc" --version | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
 pkg=postgresql-$major-zklock
 zkc=${ZKLOCK_ZKC:-${ZKLOCK_PG_CACHE:-/var/cache/zklock}/zkc}
-n=0
-failed=0
-# result OK WHAT
-result() {
-	n=$((n + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 
 deb=$(ls deb/"$pkg"_*.deb 2>/dev/null | head -n 1)
 if [ -z "$deb" ]; then

@@ -12,18 +12,7 @@ set -u
 pgc=${1:-pg_config}
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
-n=0
-failed=0
-# result OK WHAT
-result() {
-	n=$((n + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
+. "$top/test/tap.sh"
 
 version=$(sed -n "s/^default_version = '\([^']*\)'.*/\1/p" zklock.control)
 tarball=zklock-$version.tar.gz

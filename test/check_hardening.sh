@@ -17,18 +17,7 @@ flags() {
 	DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
 		dpkg-buildflags --get "$1" 2>/dev/null
 }
-n=0
-failed=0
-# result OK WHAT
-result() {
-	n=$((n + 1))
-	if [ "$1" -eq 1 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/tap.sh"
 # asks FLAG-PATTERN VARIABLE: whether dpkg-buildflags asks for the flag
 # (without dpkg-buildflags, every flag counts as asked for)
 asks() {

@@ -51,13 +51,16 @@ ok(!is_waiting($n1, $pid_b), 'waiter no longer waits');
 is($a->query_safe("SELECT zk_try_lock('ex')"), 'f', 'first backend now excluded');
 $b->query_safe("SELECT zk_unlock('ex')");
 
-# PostgreSQL 18 records the module's name and version from its magic block.
+# PostgreSQL 18 records the module's name and version from its magic block:
+# the control file's default_version.
 if ($n1->pg_version >= 18)
 {
+	my ($version) = PostgreSQL::Test::Utils::slurp_file("$FindBin::Bin/../../zklock.control")
+	  =~ /^default_version = '([^']+)'/m;
 	is( $b->query_safe(
 			"SELECT module_name || ' ' || version FROM pg_get_loaded_modules() WHERE file_name = 'zklock.so'"
 		),
-		'zklock 1.1',
+		"zklock $version",
 		'pg_get_loaded_modules() names zklock and its version');
 }
 

@@ -61,4 +61,17 @@ done
 [ -f "$so" ] || missing="$missing zklock.so"
 result "$([ -z "$missing" ] && echo 1 || echo 0)" \
 	"$pkg installs zklock.so, zklock.control and every DATA script${missing:+ (missing:$missing)}"
+
+# Debug symbols apart, as Debian ships them: the dbgsym package holds the
+# debug file of this zklock.so's build id (the gdb tests need it).
+dbg=$(ls deb/"$pkg"-dbgsym_*.deb 2>/dev/null | head -n 1)
+id=$(readelf -n "$so" 2>/dev/null | sed -n 's/.*Build ID: *//p')
+found=0
+if [ -n "$dbg" ] && [ -n "$id" ]; then
+	mkdir "$tmp/dbg"
+	dpkg-deb -x "$dbg" "$tmp/dbg"
+	rest=${id#??}
+	[ -f "$tmp/dbg/usr/lib/debug/.build-id/$(echo "$id" | cut -c1-2)/$rest.debug" ] && found=1
+fi
+result "$found" "$pkg-dbgsym holds the debug file of zklock.so (build id ${id:-none})"
 exit $failed

@@ -126,10 +126,12 @@ run_major() {
 		out=$(sh test/check_deb.sh "$pgc")
 		echo "$out"
 		count_tap "$out"
-		if ! out=$(dpkg -i deb/"$pkg"_*.deb 2>&1); then
+		# with its debug symbols (postgresql-NN-zklock-dbgsym, as Debian
+		# ships them): the gdb tests hold backends at zklock's functions
+		if ! out=$(dpkg -i deb/"$pkg"_*.deb deb/"$pkg"-dbgsym_*.deb 2>&1); then
 			echo "$out"
 			echo "dpkg -i $pkg failed"
-			dpkg -P "$pkg" >/dev/null 2>&1
+			dpkg -P "$pkg-dbgsym" "$pkg" >/dev/null 2>&1
 			count 0 1
 			return
 		fi
@@ -193,7 +195,7 @@ run_major() {
 	fi
 	if [ -n "$pkg" ]; then
 		# (dpkg's triggers talk on stdout and stderr: shown on failure)
-		if out=$(dpkg -P "$pkg" 2>&1) && [ ! -e "$so" ] &&
+		if out=$(dpkg -P "$pkg-dbgsym" "$pkg" 2>&1) && [ ! -e "$so" ] &&
 			! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed'; then
 			echo "ok 1 - dpkg -P $pkg removed zklock from PostgreSQL $major"
 			count 1 0

@@ -12,6 +12,8 @@
 #           four-letter words on a TLS-only ensemble),
 #           prometheus-postgres-exporter (197_exporter scrapes zklock's
 #           statistics through exporter/zklock_queries.yaml)
+#           iproute2 (ip) and util-linux (setpriv): the checker's network
+#           namespaces and partitions (test/perl/ZkNet.pm, test/net_user.sh)
 #   The TLS-capable C client itself: test/build_zkc.sh (cmake, libssl-dev).
 set -eu
 
@@ -20,7 +22,7 @@ libzookeeper-mt-dev zookeeper libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
 default-jdk-headless make gcc pgbouncer postgresql-15-cron gdb strace \
 openssl libio-socket-ssl-perl cmake libssl-dev dpkg-dev patch \
-prometheus-postgres-exporter"
+prometheus-postgres-exporter iproute2 util-linux"
 
 missing=""
 for p in $PACKAGES; do

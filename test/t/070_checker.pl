@@ -625,7 +625,8 @@ my $disorder = $sql->(q{
 	    FROM cs WHERE kind <> 'sem') x WHERE token <= prev});
 my $recorded = $sql->('SELECT count(*) FROM acq_row');
 my $committed = $sql->('SELECT count(DISTINCT cycle) FROM committed');
-my $missing = $sql->(q{SELECT count(*) FROM cs WHERE (cycle, lock) NOT IN (SELECT cycle, lock FROM committed)});
+my $missing = $sql->(q{SELECT count(*) FROM cs
+	WHERE NOT EXISTS (SELECT 1 FROM committed c WHERE c.cycle = cs.cycle AND c.lock = cs.lock)});
 my $in_doubt = $sql->(q{
 	SELECT count(DISTINCT cycle) FROM committed c JOIN acq_row a USING (cycle) WHERE a.outcome <> 'committed'});
 my $in_doubt_unexplained = $sql->(q{

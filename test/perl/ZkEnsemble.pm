@@ -203,8 +203,8 @@ sub start
 
 =item $zk->connect_string, $zk->port($i), $zk->server_count
 
-Connect string "127.0.0.1:p1,...", the client port of server $i (1..N), the
-number of servers.  Also: $zk->server_line ('3.8' or '3.9'),
+Connect string "127.0.0.1:p1,..." (or the address option's addresses),
+the client port of server $i (1..N), the number of servers.  Also: $zk->server_line ('3.8' or '3.9'),
 $zk->server_version (what the servers' srvr said, e.g. '3.9.3'; undef
 before start), $zk->basedir, $zk->pid($i) (undef once this
 process reaped it), $zk->log_file($i), $zk->log_tail($i, $lines),

@@ -4,6 +4,9 @@
 # e.g. sh test/checker.sh 1800 3 8 3.  Builds and installs zklock first
 # (PG_CONFIG picks the major); prints a progress line every minute and a
 # summary, which it also writes to test/results/checker-latest.txt.
+# As root, the checker runs as postgres with the capabilities it needs to
+# partition a network of its own (test/net_user.sh); otherwise without
+# network partitions.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +25,8 @@ if [ "$(id -u)" -eq 0 ]; then
 	work=$(mktemp -d /tmp/zklock-checker.XXXXXX)
 	cp -a "$top/." "$work/"
 	chown -R postgres:postgres "$work"
-	run="runuser -u postgres -- env"
+	# As postgres, with the capabilities that network namespaces need.
+	run="sh $top/test/net_user.sh env"
 fi
 cd "$work"
 rm -rf tmp_check

@@ -25,6 +25,8 @@
 #           four-letter words on a TLS-only ensemble),
 #           prometheus-postgres-exporter (197_exporter scrapes zklock's
 #           statistics through exporter/zklock_queries.yaml)
+#           iproute2 (ip) and util-linux (setpriv): the checker's network
+#           namespaces and partitions (test/perl/ZkNet.pm, test/net_user.sh)
 #   bench:  what demo needs, and libpq-dev (the C clients), a JDK and
 #           Curator's jars, python3-kazoo, libzookeeper-mt-dev (the raw C
 #           client floor); bench/run.sh checks the same list
@@ -42,7 +44,7 @@ patch dpkg-dev libzookeeper-java default-jre-headless" ;;
 libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
 default-jdk-headless pgbouncer postgresql-15-cron gdb strace \
-openssl libio-socket-ssl-perl prometheus-postgres-exporter" ;;
+openssl libio-socket-ssl-perl prometheus-postgres-exporter iproute2 util-linux" ;;
 	bench) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
 libpq-dev openjdk-17-jdk-headless libcurator-recipes-java \
 libcurator-framework-java libcurator-client-java libguava-java libslf4j-java \

@@ -68,6 +68,10 @@ run_tap() {
 		# a mount namespace with a resolver that never answers).
 		jail=
 		case $t in *_dns.pl) [ "$(id -u)" -eq 0 ] && jail="sh test/dns_jail.sh" ;; esac
+		# The checker partitions a network of its own: as root it runs as
+		# postgres with the capabilities that needs (test/net_user.sh).
+		net=
+		case $t in */070_checker.pl) [ "$(id -u)" -eq 0 ] && net="sh test/net_user.sh" ;; esac
 		set -- env PATH="$path" PG_REGRESS="$pgxs/../test/regress/pg_regress" \
 			TESTDATADIR="$data" TESTLOGDIR="$data/log" \
 			ZKLOCK_PG_CACHE="${ZKLOCK_PG_CACHE:-/var/cache/zklock}" \
@@ -75,6 +79,8 @@ run_tap() {
 			prove -v -I "$pgxs/../test/perl" -I test/perl "$t"
 		if [ -n "$jail" ]; then
 			out=$($jail runuser -u postgres -- "$@" 2>&1)
+		elif [ -n "$net" ]; then
+			out=$($net "$@" 2>&1)
 		else
 			out=$(as_user "$@" 2>&1)
 		fi

@@ -105,6 +105,11 @@ client_cert and client_key (IO::Socket::SSL).
 
 server_line: '3.8' or '3.9' (default: $ENV{ZKLOCK_ZK_SERVER}, else '3.8').
 
+address: a code ref giving server $i's address (default 127.0.0.1 for
+all), which its ports bind and the connect string names; spawn_hook: a code
+ref called with $i in the forked child just before the server's exec (for
+ZkNet: the server's own network namespace).
+
 =cut
 
 sub new
@@ -134,6 +139,8 @@ sub new
 		extra_conf    => { %{ $args{extra_conf} // {} } },
 		jvm_opts      => $args{jvm_opts} // '',
 		tls           => $args{tls},
+		address       => $args{address},
+		spawn_hook    => $args{spawn_hook},
 		start_timeout => $args{start_timeout} // 60,
 		owner_pid     => $$,    # only this process may auto-stop them
 		detached      => 0,
@@ -196,8 +203,8 @@ sub start
 
 =item $zk->connect_string, $zk->port($i), $zk->server_count
 
-Connect string "127.0.0.1:p1,...", the client port of server $i (1..N), the
-number of servers.  Also: $zk->server_line ('3.8' or '3.9'),
+Connect string "127.0.0.1:p1,..." (or the address option's addresses),
+the client port of server $i (1..N), the number of servers.  Also: $zk->server_line ('3.8' or '3.9'),
 $zk->server_version (what the servers' srvr said, e.g. '3.9.3'; undef
 before start), $zk->basedir, $zk->pid($i) (undef once this
 process reaped it), $zk->log_file($i), $zk->log_tail($i, $lines),
@@ -209,7 +216,7 @@ sub connect_string
 {
 	my ($self) = @_;
 	return join ',',
-	  map { "127.0.0.1:$_->{client_port}" } @{ $self->{servers} }[ 1 .. $self->{n} ];
+	  map { $self->_addr($_) . ":$self->{servers}[$_]{client_port}" } 1 .. $self->{n};
 }
 
 sub port          { return $_[0]->_srv($_[1])->{client_port}; }
@@ -573,7 +580,7 @@ sub _connect
 {
 	my ($self, $i, $timeout) = @_;
 	my %plain = (
-		PeerAddr => '127.0.0.1',
+		PeerAddr => $self->_addr($i),
 		PeerPort => $self->port($i),
 		Proto    => 'tcp',
 		Timeout  => $timeout);
@@ -632,6 +639,13 @@ sub _note
 	my ($msg) = @_;
 	Test::More::note($msg) if defined &Test::More::note;
 	return;
+}
+
+# Server $i's address: 127.0.0.1 unless the address option says.
+sub _addr
+{
+	my ($self, $i) = @_;
+	return $self->{address} ? $self->{address}->($i) : '127.0.0.1';
 }
 
 sub _srv
@@ -817,7 +831,7 @@ sub _write_config
 		%conf = (
 			%conf,
 			secureClientPort        => $s->{client_port},
-			secureClientPortAddress => '127.0.0.1',
+			secureClientPortAddress => $self->_addr($i),
 			serverCnxnFactory =>
 			  'org.apache.zookeeper.server.NettyServerCnxnFactory',
 			'ssl.keyStore.location'   => $tls->{keystore},
@@ -832,7 +846,7 @@ sub _write_config
 	else
 	{
 		$conf{clientPort}        = $s->{client_port};
-		$conf{clientPortAddress} = '127.0.0.1';
+		$conf{clientPortAddress} = $self->_addr($i);
 	}
 	my @jvm_props;
 	while (my ($k, $v) = each %{ $self->{extra_conf} })
@@ -850,7 +864,7 @@ sub _write_config
 		for my $j (1 .. $self->{n})
 		{
 			my $o = $self->{servers}[$j];
-			print $fh "server.$j=127.0.0.1:$o->{quorum_port}:$o->{election_port}\n";
+			print $fh "server.$j=" . $self->_addr($j) . ":$o->{quorum_port}:$o->{election_port}\n";
 		}
 	}
 	close $fh or croak "could not write $s->{cfg}: $!";
@@ -890,6 +904,7 @@ sub _spawn
 		# JVM, and the terminal's ^C does not.  _exit keeps END blocks out.
 		eval {
 			POSIX::setsid();
+			$self->{spawn_hook}->($i) if $self->{spawn_hook};
 			chdir $s->{dir};
 			open STDIN, '<', File::Spec->devnull or die;
 			open STDOUT, '>>', $s->{log} or die;

@@ -9,6 +9,9 @@
 #   ZkProxy->new($target_port, listen => '::1', port => 2181)
 #                                 on that address and port (undef when
 #                                 they cannot be had)
+#   ZkProxy->new($target_port, target_host => '10.83.1.2')
+#                                 to a server on that address (default
+#                                 127.0.0.1)
 #   $p->port                      the port to connect to
 #   $p->mode('pass')              forward both ways (the start state)
 #   $p->mode('swallow')           forward requests, drop every reply
@@ -69,6 +72,7 @@ sub new
 	my $self = bless {
 		port => $listen->sockport,
 		target => $target_port,
+		target_host => $opt{target_host} // '127.0.0.1',
 		ctl => "$dir/mode",
 		ack => "$dir/ack",
 		counts => "$dir/counts",
@@ -299,7 +303,7 @@ sub _run
 					next;
 				}
 				my $srv = IO::Socket::INET->new(
-					PeerAddr => '127.0.0.1',
+					PeerAddr => $self->{target_host},
 					PeerPort => $self->{target},
 					Timeout => 2);
 				if (!$srv)

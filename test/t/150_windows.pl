@@ -40,7 +40,10 @@ use ZkProxy;
 use ZklockTest;
 
 my $zk = ZkEnsemble->new(servers => 1);
-my $node = zk_cluster('windows', $zk, session_timeout => 2000);
+# The sessions' timeout outlasts gdb's attach on a loaded machine (a second
+# or more: every thread stops), so a session expires only when the test
+# cuts it off.
+my $node = zk_cluster('windows', $zk, session_timeout => 6000);
 my $proxy = ZkProxy->new($zk->port(1));
 # Sessions with their ZooKeeper session open before the test's first call,
 # and a wait that would never end bounded: its failure, not a hang.
@@ -171,6 +174,8 @@ start_wait($r, "SELECT zk_lock('race')");
 ok($gr->wait_for(qr/hit Breakpoint 1\b/, 30),
 	'the main thread stops there, making the create of zk_lock(\'race\')')
   or diag($gr->output);
+is(zk_count($zk, '/zklock/race-hold'), 1,
+	'the session that makes it still holds race-hold');
 # zklock hears of the expiry from the IO thread after it answered every
 # request it had.
 ($out, $err) = expire_held($gr, $r, '/zklock/race-hold', 0);

@@ -19,8 +19,11 @@
 # one ZooKeeper server; pause all of them past the session timeout; freeze
 # (SIGSTOP) a backend that holds its lock past its session timeout; cut one
 # backend's connection to its server (a proxy in front of it) for a random
-# time; terminate a backend.  The first quarter of the run (at most 10 s)
-# and a quiet spell after each fault have no fault under way.
+# time; terminate a backend.  The first 5 s of the run (10 s of a run of
+# five minutes or more) and a quiet spell after each fault have no fault
+# under way.  Until each kind the judgement asks for has struck once, the
+# nemesis strikes those in turn, the quickest first; the default 60 s has
+# room for that first round at the longest spans of each fault.
 #
 # Network partitions, when this process may make network namespaces
 # (test/perl/ZkNet.pm; test/checker.sh and make test run it so as root):
@@ -68,7 +71,7 @@
 # stopped by PID at the end, however it ends.
 #
 # Defaults suit make test; test/checker.sh runs it longer:
-#   ZKLOCK_CHECK_SECONDS (45), ZKLOCK_CHECK_CLUSTERS (2),
+#   ZKLOCK_CHECK_SECONDS (60), ZKLOCK_CHECK_CLUSTERS (2),
 #   ZKLOCK_CHECK_BACKENDS (8 per cluster), ZKLOCK_CHECK_LOCKS (2),
 #   ZKLOCK_CHECK_PARTITIONS (every shape; or some, e.g. "standby,bridge":
 #   the first is the one a short run strikes)
@@ -89,7 +92,7 @@ use ZkNet;
 use ZkProxy;
 use ZklockTest;
 
-my $SECONDS = $ENV{ZKLOCK_CHECK_SECONDS} // 45;
+my $SECONDS = $ENV{ZKLOCK_CHECK_SECONDS} // 60;
 my $CLUSTERS = $ENV{ZKLOCK_CHECK_CLUSTERS} // 2;
 my $BACKENDS = $ENV{ZKLOCK_CHECK_BACKENDS} // 8;
 my $LOCKS = $ENV{ZKLOCK_CHECK_LOCKS} // 2;
@@ -98,7 +101,7 @@ my $LOCK_WAIT_S = 60;          # a lost wake-up shows as a gap, not a timeout
 my $QUERY_TIMEOUT_S = 120;     # per query: longer than any lock wait
 my $LOST_WAKEUP_S = 5;
 my $SETTLE_S = 2 * $SESSION_TIMEOUT_MS / 1000;
-my $WARMUP_S = $SECONDS / 4 < 10 ? $SECONDS / 4 : 10;
+my $WARMUP_S = $SECONDS >= 300 ? 10 : 5;
 my $QUIET = $SECONDS >= 300 ? [ 4, 12 ] : [ 1, 2 ];    # between faults
 my $PAUSE_ALL_EVERY_S = $SECONDS >= 300 ? 180 : 15;
 my $dir = File::Spec->rel2abs(PostgreSQL::Test::Utils::tempdir('checker'));
@@ -454,11 +457,11 @@ while (time < $deadline - 3)
 {
 	my $i = 1 + int(rand(3));
 	my $r = rand();
-	# Until each has struck once, a short run tries them in turn, the
-	# quickest first (a 40 s run has room for about four faults), and
-	# only then pauses the whole ensemble.
-	my ($untried) = grep { $faults{$_} == 0 } qw(terminate freeze), (@SHAPES ? $SHAPES[0] : ()),
-	  qw(pause cut);
+	# Until each kind the judgement asks for has struck once, the nemesis
+	# tries them in turn, the quickest first, and only then pauses the
+	# whole ensemble.
+	my ($untried) = grep { $faults{$_} == 0 } qw(terminate pause freeze cut),
+	  (@SHAPES ? $SHAPES[0] : ());
 	$r = { freeze => 0, cut => 0.3, terminate => 0.5, pause => 0.9 }->{$untried} // $untried
 	  if defined $untried;
 	# With a network, two faults in five are partitions of a random shape.
@@ -714,16 +717,24 @@ is($committed_overlaps, 0, 'no two committed sections of one lock overlap from a
 is($disorder, 0, 'tokens increase in acquisition order');
 ok($handoffs > 0, 'hand-offs were judged outside faults');
 is($lost_wakeups, 0, 'no lost wake-ups');
-ok($faults{kill} + $faults{pause} + $faults{pause_all} > 0, 'the nemesis struck servers');
-ok($faults{freeze} > 0, 'the nemesis froze holders');
-ok($faults{cut} > 0, 'the nemesis cut a backend off');
+# When a kind of fault is missing, when each fault struck, in seconds from
+# the start.
+my $timeline = sub {
+	diag('checker: faults struck (s from the start): '
+		  . join(', ', map { sprintf('%s %.1f-%.1f', $_->[0], $_->[1] - $t_start, $_->[2] - $t_start) }
+			  @windows));
+};
+ok($faults{kill} + $faults{pause} + $faults{pause_all} > 0, 'the nemesis struck servers')
+  or $timeline->();
+ok($faults{freeze} > 0, 'the nemesis froze holders') or $timeline->();
+ok($faults{cut} > 0, 'the nemesis cut a backend off') or $timeline->();
 ok($faults{terminate} > 0 && $reconnects > 0,
-	'the nemesis terminated backends, and their workers reconnected');
+	'the nemesis terminated backends, and their workers reconnected') or $timeline->();
 SKIP:
 {
 	skip "no network partitions: $no_net", 3 unless $net;
 	ok((grep { $faults{$_} > 0 } @SHAPES) > 0, 'the nemesis partitioned the network')
-	  or diag('shapes: ' . join(' ', @SHAPES));
+	  or diag('shapes: ' . join(' ', @SHAPES)) or $timeline->();
 	is(scalar @probe_odd, 0, 'every connect across a cut hung, and connected after the heal');
 	ok($probes{hangs} > 0 && $probes{connected} > 0, 'partitions were checked from their cut side');
 }

@@ -15,7 +15,7 @@
 # directory, the layout of Debian's postgresql-client-15.  A stamp file,
 # written last, marks a complete install: the next run reuses it and does
 # nothing else.  Every step is bounded in time and says which step failed.
-# (pg_cron, which test/t/110_tools.pl uses on 15, cannot be had for 18
+# (pg_cron, which test/t/110_recipes.pl uses on 15, cannot be had for 18
 # here: the files of Debian's pg-cron source package are not served.)
 set -eu
 

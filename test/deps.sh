@@ -19,7 +19,7 @@
 #           inspection, peers), Curator's jars and a JDK (javac) for the
 #           interop peers, netcat-openbsd (four-letter words by hand),
 #           pgbouncer and postgresql-15-cron (the tools users run zklock with),
-#           gdb (holds a backend at the edge of a race window in 150_windows),
+#           gdb (holds a backend at the edge of a race window in 150_race_windows),
 #           strace (146_io_thread: which thread makes which system call),
 #           openssl and libio-socket-ssl-perl (170_tls: certificates, and
 #           four-letter words on a TLS-only ensemble),

@@ -1,7 +1,7 @@
 # Copyright (c) zklock contributors
 #
 # Sends that fail for want of memory or descriptors, made to fail with a
-# debugger (gdb, as in 150_windows).
+# debugger (gdb, as in 150_race_windows).
 #
 # - The client library runs out of memory after it registered a request's
 #   completion: zoo_acreate2 registers the completion, then

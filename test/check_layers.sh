@@ -1,5 +1,5 @@
 #!/bin/sh
-# The layers of src/ (DESIGN, README "Development") are walls the compiler
+# The layers of src/ (DESIGN, src/README.md) are walls the compiler
 # keeps: each .c file names its layer before its first include, and each
 # layer's header refuses the files of the layers it is not for.  Compiles
 # small probes against the headers and prints one TAP line per probe: what

@@ -51,6 +51,8 @@ use warnings;
 
 use Carp;
 use Fcntl qw(O_CREAT O_RDONLY :flock);
+use File::Basename ();
+use File::Copy ();
 use File::Path qw(make_path);
 use File::Spec;
 use File::Temp ();
@@ -59,6 +61,7 @@ use IO::Socket::INET;
 use JSON::PP;
 use POSIX ();
 use Scalar::Util qw(weaken);
+use Test::Builder ();
 use Time::HiRes qw(sleep time);
 
 our $VERSION = '1.0';
@@ -412,7 +415,12 @@ sub restart_server
 =item $zk->stop
 
 Stop all servers (SIGTERM to all, then SIGKILL what is left after 10 s) and
-release the port reservations.  Idempotent.
+release the port reservations.  When the test has failed so far, each
+server's log is copied to the test's log directory (TESTLOGDIR), as
+C<zk_TEST_zkN.log> (C<zk_TEST_2_zkN.log> for a second ensemble), beside
+the clusters' logs: the servers' directory goes
+with the test's.  Their last eight warnings and errors before the stop
+also go to stderr.  Idempotent.
 
 =cut
 
@@ -420,6 +428,7 @@ sub stop
 {
 	my ($self) = @_;
 	my @live = grep { $self->_alive($_) } 1 .. $self->{n};
+	my %before_stop = map { $_ => -s ($self->{servers}[$_]{log} // '') // 0 } 1 .. $self->{n};
 	for my $i (@live)
 	{
 		$self->_signal($i, 'CONT');
@@ -432,7 +441,34 @@ sub stop
 		$self->{servers}[$i]{paused} = 0;
 	}
 	$self->_release_ports;
+	$self->_keep_logs(\%before_stop) unless Test::Builder->new->is_passing;
 	return 1;
+}
+
+my $kept_ensembles = 0;
+
+sub _keep_logs
+{
+	my ($self, $before_stop) = @_;
+	my $to = $ENV{TESTLOGDIR} or return;
+	return if $self->{logs_kept}++;
+	my $test = File::Basename::basename($0, '.pl');
+	$test .= '_' . $kept_ensembles if $kept_ensembles++;
+	for my $i (1 .. $self->{n})
+	{
+		my $from = $self->{servers}[$i]{log};
+		next unless defined $from && -r $from;
+		File::Copy::copy($from, File::Spec->catfile($to, "zk_${test}_zk$i.log"));
+		# The last warnings and errors before the stop on the test's own
+		# stderr too (not the log that PostgreSQL::Test::Utils makes of
+		# STDERR), where a CI log shows them.
+		open my $fh, '<', $from or next;
+		read($fh, my $text, $before_stop->{$i} // 0);
+		my @w = grep { / (?:WARN|ERROR) / } split /^/, $text // '';
+		my $err = Test::Builder->new->failure_output;
+		print $err "zk$i: $_" for @w > 8 ? @w[-8 .. -1] : @w;
+	}
+	return;
 }
 
 =pod

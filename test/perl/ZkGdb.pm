@@ -7,6 +7,7 @@
 #
 #   my $g = ZkGdb->attach($pid, non_stop => 1) or skip ...;
 #   $g->cmd('break zkl_session_await_watch');
+#   $g->break_run('break f', "silent\nset \$n = \$n + 1\ncontinue");
 #   $g->cmd('continue -a &');
 #   $g->wait_for(qr/hit Breakpoint 1\b/, 30);
 #   ... $g->cmd('continue -a &'); $g->detach;
@@ -82,6 +83,21 @@ sub cmd
 	my $text = substr($self->{out}, $start);
 	$text =~ s/\Q$mark\E.*//s;
 	return $text;
+}
+
+# Set a breakpoint ($spec: "break LOCATION [if COND]", "tbreak ...") and,
+# only once gdb has set it, give it the commands $body (without "end").
+# gdb's answer to the breakpoint, or '' when it was not set.  Commands sent
+# after a breakpoint that failed would not wait for it: gdb would run them
+# at once, in whatever frame the backend happens to be.
+sub break_run
+{
+	my ($self, $spec, $body) = @_;
+	my $out = $self->cmd($spec) // '';
+	my ($n) = $out =~ /(?:Temporary b|B)reakpoint (\d+) at/;
+	return '' unless defined $n;
+	$self->cmd("commands $n\n$body\nend");
+	return $out;
 }
 
 # Wait until gdb has printed something matching $re (an asynchronous stop,

@@ -177,7 +177,7 @@ SKIP:
 			  ? 'tbreak *session_claimed if $rdi == 0'
 			  : 'tbreak *session_created if $rdi == 0 && $rsi != 0 && '
 			  . '(long) strstr((char *) $rsi, ".zklock-deadlocks/") != 0';
-			$set = $g->cmd("$bp\ncommands\nsilent\nset \$rdi = -4\ncontinue\nend") // '';
+			$set = $g->break_run($bp, "silent\nset \$rdi = -4\ncontinue");
 		});
 	skip $ZkGdb::why, 2 unless defined $lerr;
 	like($set, qr/Temporary breakpoint 1 at/, 'gdb turns the claim\'s answer into a connection loss');

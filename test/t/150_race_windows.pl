@@ -90,9 +90,9 @@ plan skip_all => $ZkGdb::why unless $gv;
 
 $gv->cmd('set $made = 0');
 $gv->cmd('set $freed = 0');
-like($gv->cmd("break session_new_op\ncommands\nsilent\nset \$made = \$made + 1\ncontinue\nend") // '',
+like($gv->break_run('break session_new_op', "silent\nset \$made = \$made + 1\ncontinue"),
 	qr/Breakpoint 1 at/, 'gdb counts the request objects made');
-like($gv->cmd("break session_free_op\ncommands\nsilent\nset \$freed = \$freed + 1\ncontinue\nend") // '',
+like($gv->break_run('break session_free_op', "silent\nset \$freed = \$freed + 1\ncontinue"),
 	qr/Breakpoint 2 at/, 'and freed');
 $gv->cmd('continue &');
 # The two counts, or () when gdb did not answer with both.

@@ -115,8 +115,8 @@ my ($free_bp) = ($g->cmd("break *free if \$rdi == \$op") // '') =~ /Breakpoint (
 ok($free_bp, 'gdb counts the frees of the request object');
 $g->cmd("commands $free_bp\nsilent\nset \$freed = \$freed + 1\ndisable $free_bp\ncontinue\nend")
   if $free_bp;
-like($g->cmd("break *\$cb if \$rcx == \$op\ncommands\nsilent\nset \$completed = \$completed + 1\n"
-	  . "if \$freed_first < 0\nset \$freed_first = \$freed\nend\ncontinue\nend") // '',
+like($g->break_run('break *$cb if $rcx == $op', "silent\nset \$completed = \$completed + 1\n"
+	  . "if \$freed_first < 0\nset \$freed_first = \$freed\nend\ncontinue"),
 	qr/Breakpoint \d+ at/, 'and the runs of its completion');
 $g->cmd('continue &');
 ($out, $err) = finish_wait($s);
@@ -158,13 +158,13 @@ $d->cmd('set $acq = 0');
 $d->cmd('set $rel = 0');
 # The session resolves zklock.hosts after its eventfd and wait set are
 # made, before it counts the library's descriptors.
-like($d->cmd("break session_resolve\ncommands\nsilent\nset \$lib = 1\ncontinue\nend") // '',
+like($d->break_run('break session_resolve', "silent\nset \$lib = 1\ncontinue"),
 	qr/Breakpoint \d+ at/, 'gdb sees the session about to count the client library\'s descriptors');
 # Refused at the entry: return false to the caller.
-like($d->cmd("break *AcquireExternalFD\ncommands\nsilent\nif \$lib\nset \$acq = \$acq + 1\n"
-	  . "if \$acq == 2\nset \$rax = 0\nset \$pc = *(long *) \$sp\nset \$sp = \$sp + 8\nend\nend\ncontinue\nend") // '',
+like($d->break_run('break *AcquireExternalFD', "silent\nif \$lib\nset \$acq = \$acq + 1\n"
+	  . "if \$acq == 2\nset \$rax = 0\nset \$pc = *(long *) \$sp\nset \$sp = \$sp + 8\nend\nend\ncontinue"),
 	qr/Breakpoint \d+ at/, 'refuses the second of them');
-like($d->cmd("break *ReleaseExternalFD\ncommands\nsilent\nif \$lib\nset \$rel = \$rel + 1\nend\ncontinue\nend") // '',
+like($d->break_run('break *ReleaseExternalFD', "silent\nif \$lib\nset \$rel = \$rel + 1\nend\ncontinue"),
 	qr/Breakpoint \d+ at/, 'and counts the ones given back');
 $d->cmd('continue &');
 $f->query("SELECT zk_try_lock('fds')");

@@ -36,7 +36,7 @@ sub leave_stray
 {
 	my ($release) = @_;
 	my $g = ZkGdb->attach($apid) or return undef;
-	my $set = $g->cmd("break zkl_sess_cleanup_queue_locked\ncommands\nsilent\nreturn 0\ncontinue\nend") // '';
+	my $set = $g->break_run('break zkl_sess_cleanup_queue_locked', "silent\nreturn 0\ncontinue");
 	$g->cmd('continue &');
 	my $out = $a->query_safe($release);
 	$g->detach;
@@ -66,6 +66,19 @@ $a->query_safe("SELECT zk_semaphore_release('stray-sem')");
 is($b->query_safe("SELECT zk_try_semaphore('stray-sem', 1)"), 't',
 	'east deleted its stray lease when it counted the leases: west takes one');
 $b->query_safe("SELECT zk_semaphore_release('stray-sem')");
+
+# The helper itself: a breakpoint gdb cannot set gets no commands, so the
+# "return 0" meant for it does not run in the frame the backend is
+# stopped in.
+{
+	my $g = ZkGdb->attach($apid);
+	my $before = $g->cmd('bt') // '';
+	is($g->break_run('break zkl_no_such_function', "silent\nreturn 0\ncontinue"), '',
+		'a breakpoint gdb cannot set gets no commands');
+	is($g->cmd('bt') // '', $before, 'and the backend stays in the frame it was stopped in');
+	$g->detach;
+	is($a->query_safe('SELECT 1'), '1', 'and runs on');
+}
 
 $_->quit for ($a, $b);
 $east->stop('fast');

@@ -99,9 +99,9 @@ SKIP:
 	# The first delete sent is answered ZSESSIONMOVED (-118) on the spot,
 	# by its own completion, and not sent.
 	like(
-		$g->cmd("tbreak *zoo_adelete\ncommands\nsilent\n"
+		$g->break_run('tbreak *zoo_adelete', "silent\n"
 			  . "call session_cleanup_done(-118, (void *) \$r8)\n"
-			  . "return (int) 0\ncontinue\nend") // '',
+			  . "return (int) 0\ncontinue"),
 		qr/Temporary breakpoint 1 at/,
 		'gdb answers the first delete with ZSESSIONMOVED');
 	$g->cmd('continue &');

@@ -77,8 +77,8 @@ SKIP:
 	my $g = ZkGdb->attach($lpid);
 	skip $ZkGdb::why, 4 unless $g;
 	like(
-		$g->cmd("break zkl_sess_lease_start\ncommands\nsilent\n"
-			  . "shell prlimit --pid=$lpid --nproc=1:\ncontinue\nend") // '',
+		$g->break_run('break zkl_sess_lease_start', "silent\n"
+			  . "shell prlimit --pid=$lpid --nproc=1:\ncontinue"),
 		qr/Breakpoint 1 at/,
 		'gdb lowers the limit just before the lease thread starts');
 	$g->cmd('continue &');

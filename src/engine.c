@@ -256,14 +256,27 @@ engine_send_dirs(const char *dir, ZklDirOp *ops, int *nops)
 	ops[(*nops)++].op = zkl_session_create_dir(dir, true);
 }
 
-/* Read every answer of ops; raise on the first that failed. */
-static void
+/*
+ * Read every answer of ops; raise on the first that failed.  A lost
+ * connection or session is returned instead (the session lost, if either
+ * answer says so), for the caller to reconnect and enqueue again: creating
+ * a directory twice is harmless.  ZKL_RC_OK when every one is there.
+ */
+static ZklRc
 engine_read_dirs(ZklDirOp *ops, int nops)
 {
+	ZklRc		lost = ZKL_RC_OK;
+
 	for (int i = 0; i < nops; i++)
 	{
 		ZklRc		rc = zkl_session_answer(ops[i].op);
 
+		if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+		{
+			if (lost != ZKL_RC_SESSION_LOST)
+				lost = rc;
+			continue;
+		}
 		/* A top-level directory has no parent to miss but the chroot. */
 		if (ops[i].top && rc == ZKL_RC_NO_NODE && zkl_guc_chroot() != NULL)
 			ereport(ERROR,
@@ -276,6 +289,7 @@ engine_read_dirs(ZklDirOp *ops, int nops)
 		if (rc != ZKL_RC_OK && rc != ZKL_RC_EXISTS)
 			zkl_session_raise(ops[i].op, ops[i].dir);
 	}
+	return lost;
 }
 
 /* How many directories a directory's path names, itself included. */
@@ -293,14 +307,16 @@ engine_dir_depth(const char *dir)
  * The directories of contenders cs[0..m) are missing: create them and
  * the ones above them, all in one pipeline.  Bounded per contender, since
  * the server may remove a container again before our node is in it.
- * Every request is let go on every way out.
+ * Every request is let go on every way out.  Returns a lost connection or
+ * session (engine_read_dirs), which counts as no attempt.
  */
-static void
+static ZklRc
 engine_make_dirs_of(ZklContender **cs, int m)
 {
 	int			max = 0;
 	ZklDirOp   *ops;
 	int		   *nops = palloc0(sizeof(int));
+	ZklRc	   *lost = palloc(sizeof(ZklRc));
 
 	for (int k = 0; k < m; k++)
 	{
@@ -324,7 +340,7 @@ engine_make_dirs_of(ZklContender **cs, int m)
 	{
 		for (int k = 0; k < m; k++)
 			engine_send_dirs(cs[k]->dir, ops, nops);
-		engine_read_dirs(ops, *nops);
+		*lost = engine_read_dirs(ops, *nops);
 	}
 	PG_FINALLY();
 	{
@@ -332,13 +348,23 @@ engine_make_dirs_of(ZklContender **cs, int m)
 			zkl_session_op_free(ops[i].op);
 	}
 	PG_END_TRY();
+	if (*lost != ZKL_RC_OK)
+		for (int k = 0; k < m; k++)
+			cs[k]->dir_attempts--;
+	return *lost;
 }
 
-/* Our directory is missing: create it and the ones above it. */
+/*
+ * Our directory is missing: create it and the ones above it, then enqueue
+ * again; after a lost connection, once the session is back.
+ */
 static ZklContenderState
 engine_make_dirs(ZklContender *c)
 {
-	engine_make_dirs_of(&c, 1);
+	ZklRc		rc = engine_make_dirs_of(&c, 1);
+
+	if (rc != ZKL_RC_OK)
+		return engine_lost(c, rc);
 	return CS_ENQUEUE;
 }
 
@@ -877,6 +903,7 @@ zkl_engine_enqueue_all(ZklContender **cs, int m, ZklContenderState *st)
 	for (;;)
 	{
 		int			nmissing = 0;
+		ZklRc		rc;
 
 		for (int k = 0; k < m; k++)
 			if (st[k] == CS_MAKE_DIRS)
@@ -886,7 +913,14 @@ zkl_engine_enqueue_all(ZklContender **cs, int m, ZklContenderState *st)
 			}
 		if (nmissing == 0)
 			break;
-		engine_make_dirs_of(missing, nmissing);
+		rc = engine_make_dirs_of(missing, nmissing);
+		if (rc != ZKL_RC_OK)
+		{
+			/* Each enqueues again once the session is back. */
+			for (int k = 0; k < nmissing; k++)
+				st[at[k]] = engine_lost(missing[k], rc);
+			continue;
+		}
 		for (int k = 0; k < nmissing; k++)
 			engine_send(missing[k]);
 		for (int k = 0; k < nmissing; k++)

@@ -6,6 +6,9 @@
 # never orphaned; a waiter cancelled while ZooKeeper is unreachable leaves
 # no node once the connection is back, and the next waiter gets the lock; a
 # waiter cut off until its timeout gets a connection error, not false.
+# The replies to a lock directory's creates, lost the same way, do not end
+# the acquisition either (gdb holds the backend between its first create
+# and the directory's).
 
 use strict;
 use warnings;
@@ -17,6 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 use ZkEnsemble;
+use ZkGdb;
 use ZkProxy;
 use ZklockTest;
 
@@ -52,6 +56,51 @@ ok((grep { $xnode eq "/zklock/reply/$_" } @before), 'holding the node created be
 is(zk_count($zk, '/zklock/reply'), 1, 'one node');
 $x->query_safe("SELECT zk_unlock('reply')");
 ok(poll_until(sub { zk_count($zk, '/zklock/reply') == 0 }, 30), 'no orphan after the release');
+
+# --- the replies to a lock directory's creates are lost: the acquisition
+# reconnects and goes on in the same session, as after any other lost
+# reply (creating a directory again is harmless); a single lock, and a set
+# whose directories are all missing
+for my $case ([ 'a lock', "zk_lock('dir-reply')", ['dir-reply'] ],
+	[ 'a set', "array_to_string(zk_lock(ARRAY['dir-set-a', 'dir-set-b']), ',')",
+	  [ 'dir-set-a', 'dir-set-b' ] ])
+{
+	my ($what, $call, $dirs) = @$case;
+  SKIP:
+	{
+		my $d = session($node, via => $proxy, warm => 1);
+		my $dpid = backend_pid($d);
+		my $dsid = $d->query_safe('SELECT session_id FROM zk_session()');
+		my $g = ZkGdb->attach($dpid, non_stop => 1);
+		skip $ZkGdb::why, 8 unless $g;
+		like($g->cmd('break zkl_session_create_dir') // '', qr/Breakpoint 1 at/,
+			"$what: gdb stops the backend before it creates a lock directory");
+		start_wait($d, "SELECT $call");
+		ok($g->wait_for(qr/hit Breakpoint 1\b/, 30), "$what: its first create found no directory");
+		$proxy->mode('swallow');
+		$g->cmd('delete');
+		$g->cmd('continue -a &');
+		ok( poll_until(
+				sub {
+					my %have = map { $_ => 1 } zk_children($zk, '/zklock');
+					!grep { !$have{$_} } @$dirs;
+				},
+				30),
+			"$what: the server created the directories, their replies swallowed");
+		$proxy->mode('cut');
+		$proxy->mode('pass');
+		my ($dout, $derr) = finish_wait($d);
+		$g->detach;
+		is($derr, '', "$what: the acquisition reconnects and goes on, without an error");
+		like($dout, qr/^\d+(,\d+)*$/, "$what: it returns its tokens");
+		is($d->query_safe('SELECT session_id FROM zk_session()'), $dsid, "$what: in the same session");
+		is(join(' ', map { zk_count($zk, "/zklock/$_") } @$dirs), join(' ', map { 1 } @$dirs),
+			"$what: one node in each directory, its own");
+		$d->query_safe('SELECT zk_unlock_all()');
+		ok(poll_until(sub { !grep { zk_count($zk, "/zklock/$_") } @$dirs }, 30),
+			"$what: and it releases them");
+	}
+}
 
 # --- 7. cancel a waiter while ZooKeeper is unreachable for it
 my $h2 = session($node);

@@ -415,7 +415,8 @@ sub restart_server
 =item $zk->stop
 
 Stop all servers (SIGTERM to all, then SIGKILL what is left after 10 s) and
-release the port reservations.  When the test has failed so far, each
+release the port reservations.  When the test has failed so far (or
+keep_logs => 1 says so: at exit, a test that died), each
 server's log is copied to the test's log directory (TESTLOGDIR), as
 C<zk_TEST_zkN.log> (C<zk_TEST_2_zkN.log> for a second ensemble), beside
 the clusters' logs: the servers' directory goes
@@ -426,7 +427,7 @@ also go to stderr.  Idempotent.
 
 sub stop
 {
-	my ($self) = @_;
+	my ($self, %opt) = @_;
 	my @live = grep { $self->_alive($_) } 1 .. $self->{n};
 	my %before_stop = map { $_ => -s ($self->{servers}[$_]{log} // '') // 0 } 1 .. $self->{n};
 	for my $i (@live)
@@ -441,7 +442,8 @@ sub stop
 		$self->{servers}[$i]{paused} = 0;
 	}
 	$self->_release_ports;
-	$self->_keep_logs(\%before_stop) unless Test::Builder->new->is_passing;
+	$self->_keep_logs(\%before_stop)
+	  if $opt{keep_logs} || !Test::Builder->new->is_passing;
 	return 1;
 }
 
@@ -1034,8 +1036,10 @@ sub _auto_stop
 {
 	my ($self) = @_;
 	return if $self->{detached} || $self->{owner_pid} != $$;
+	# A test that died has not failed a test yet: its exit status says so.
+	my $failing = $? != 0;
 	local $?;    # keep the test's exit status
-	eval { $self->stop; 1 } or warn "ZkEnsemble: stopping failed: $@";
+	eval { $self->stop(keep_logs => $failing); 1 } or warn "ZkEnsemble: stopping failed: $@";
 	return;
 }
 

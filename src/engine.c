@@ -258,7 +258,7 @@ engine_send_dirs(const char *dir, ZklDirOp *ops, int *nops)
 
 /*
  * Read every answer of ops; raise on the first that failed.  A lost
- * connection or session is returned instead (the session lost, if either
+ * connection or session is returned instead (the session lost, if any
  * answer says so), for the caller to reconnect and enqueue again: creating
  * a directory twice is harmless.  ZKL_RC_OK when every one is there.
  */

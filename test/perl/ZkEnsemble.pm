@@ -416,12 +416,12 @@ sub restart_server
 
 Stop all servers (SIGTERM to all, then SIGKILL what is left after 10 s) and
 release the port reservations.  When the test has failed so far (or
-keep_logs => 1 says so: at exit, a test that died), each
-server's log is copied to the test's log directory (TESTLOGDIR), as
-C<zk_TEST_zkN.log> (C<zk_TEST_2_zkN.log> for a second ensemble), beside
-the clusters' logs: the servers' directory goes
-with the test's.  Their last eight warnings and errors before the stop
-also go to stderr.  Idempotent.
+failed => 1 says so: at exit, a test that died), each server's log is
+copied to the test's log directory (TESTLOGDIR), as C<zk_TEST_zkN.log>
+(C<zk_TEST_2_zkN.log> for a second ensemble), beside the clusters' logs:
+the servers' directory goes with the test's.  Their last eight warnings
+and errors before the stop also go to stderr.  keep_logs => 1 copies the
+logs without the warnings.  Idempotent.
 
 =cut
 
@@ -442,8 +442,8 @@ sub stop
 		$self->{servers}[$i]{paused} = 0;
 	}
 	$self->_release_ports;
-	$self->_keep_logs(\%before_stop)
-	  if $opt{keep_logs} || !Test::Builder->new->is_passing;
+	my $failed = $opt{failed} || !Test::Builder->new->is_passing;
+	$self->_keep_logs(\%before_stop, $failed) if $failed || $opt{keep_logs};
 	return 1;
 }
 
@@ -451,9 +451,10 @@ my $kept_ensembles = 0;
 
 sub _keep_logs
 {
-	my ($self, $before_stop) = @_;
+	my ($self, $before_stop, $failed) = @_;
 	my $to = $ENV{TESTLOGDIR} or return;
 	return if $self->{logs_kept}++;
+	make_path($to);
 	my $test = File::Basename::basename($0, '.pl');
 	$test .= '_' . $kept_ensembles if $kept_ensembles++;
 	for my $i (1 .. $self->{n})
@@ -461,9 +462,10 @@ sub _keep_logs
 		my $from = $self->{servers}[$i]{log};
 		next unless defined $from && -r $from;
 		File::Copy::copy($from, File::Spec->catfile($to, "zk_${test}_zk$i.log"));
-		# The last warnings and errors before the stop on the test's own
-		# stderr too (not the log that PostgreSQL::Test::Utils makes of
-		# STDERR), where a CI log shows them.
+		# A failed test's last warnings and errors before the stop on the
+		# test's own stderr too (not the log that PostgreSQL::Test::Utils
+		# makes of STDERR), where a CI log shows them.
+		next unless $failed;
 		open my $fh, '<', $from or next;
 		read($fh, my $text, $before_stop->{$i} // 0);
 		my @w = grep { / (?:WARN|ERROR) / } split /^/, $text // '';
@@ -1039,7 +1041,7 @@ sub _auto_stop
 	# A test that died has not failed a test yet: its exit status says so.
 	my $failing = $? != 0;
 	local $?;    # keep the test's exit status
-	eval { $self->stop(keep_logs => $failing); 1 } or warn "ZkEnsemble: stopping failed: $@";
+	eval { $self->stop(failed => $failing); 1 } or warn "ZkEnsemble: stopping failed: $@";
 	return;
 }
 

@@ -123,10 +123,13 @@ ok(poll_until(30, sub { defined $zk->four_letter($f, 'srvr') }),
 	'resumed server answers srvr');
 ok($zk->wait_for_quorum(30), 'quorum complete after resume');
 
-# Stop: no process left.
+# Stop: no process left; keep_logs copies the servers' logs beside the
+# clusters' (as a failed test's stop does).
 my @pids = map { $zk->pid($_) } 1 .. 3;
-$zk->stop;
+$zk->stop(keep_logs => 1);
 ok(!kill(0, $_), "server process $_ is gone after stop") for @pids;
+ok(!grep({ !-s "$ENV{TESTLOGDIR}/zk_000_zk_ensemble_zk$_.log" } 1 .. 3),
+	'stop(keep_logs => 1) copies every server\'s log to the test\'s log directory');
 ok($zk->stop, 'stop is idempotent');
 ok(!grep({ $zk->is_running($_) } 1 .. 3), 'no server reported running');
 

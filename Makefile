@@ -1,15 +1,27 @@
 # zklock: cluster-wide advisory locks backed by a ZooKeeper ensemble.
 #
-#   make deps       install what building zklock needs from Debian's
-#                   packages and build the TLS-capable ZooKeeper C client
-#                   (test/deps.sh build, test/build_zkc.sh) (as root)
-#   make            build (PGXS)
-#   make deb        the Debian package postgresql-NN-zklock (debian/), in deb/
-#   make dist       zklock-VERSION.tar.gz: the last commit, with META.json
+# From a release (the dist zip, PGXN, the Debian source package), as any
+# PGXS extension: the ZooKeeper C client's source travels in zookeeper/
+# and is built first, into zkc-build/ (CMake, patch, OpenSSL's headers; no
+# network, no Java, no root):
+#   make            build (PGXS; PG_CONFIG=/path/to/pg_config picks the
+#                   PostgreSQL)
+#   make install    install (as the owner of PostgreSQL's directories)
+#   make installcheck   the regression suites against the running server
+#                   and the installed zklock, with ZKLOCK_HOSTS or a
+#                   throwaway standalone ZooKeeper (test/installcheck.sh)
+# From a clone, which carries no client source, as root the first time:
+#   make deps       install what building needs from Debian's packages and
+#                   build the TLS-capable ZooKeeper C client from Debian's
+#                   source package (test/deps.sh build, test/build_zkc.sh)
+#   make deb        the Debian source package and postgresql-NN-zklock, in
+#                   deb/ (dpkg-buildpackage of the .dsc)
+#   make dist       zklock-VERSION.zip at the top: the last commit and the
+#                   client's source, the PGXN distribution
 #   make demo       ZooKeeper ensemble + two PostgreSQL clusters, see README
 #   make demo-stop  stop what make demo started
 #   make test       every test suite on PostgreSQL 15 (the package make deb
-#                   builds, installed with dpkg) and 18 with ZooKeeper 3.8
+#                   builds, installed with apt) and 18 with ZooKeeper 3.8
 #                   servers, and four TAP tests on the last major again
 #                   with ZooKeeper 3.9 servers; ends with "N passed, N failed"
 #   make bench      benchmarks under bench/
@@ -22,12 +34,16 @@
 # 18 is wanted).  make test without either runs on 15 and on 18.
 
 EXTENSION = zklock
-# The version is written once, in zklock.control (default_version); it goes
-# into the magic block (pg_get_loaded_modules() on 18), the release tarball's
-# name and the package.  META.json and debian/changelog must say the same:
+# The extension's version is default_version in zklock.control; it goes
+# into the magic block (pg_get_loaded_modules() on 18).  A release is
+# numbered in SemVer from it (1.2 is release 1.2.0): the dist zip's name,
+# META.json's versions (PGXN) and debian/changelog's upstream version, which
+# are written by hand and must agree: make dist refuses otherwise, and
 # test/t/005_version.pl checks them.
+ZKLOCK_TOP := $(patsubst %/,%,$(dir $(abspath $(firstword $(MAKEFILE_LIST)))))
 EXTVERSION := $(shell sed -n "s/^default_version = '\([^']*\)'.*/\1/p" \
-	$(dir $(firstword $(MAKEFILE_LIST)))zklock.control)
+	$(ZKLOCK_TOP)/zklock.control)
+RELEASE := $(if $(filter 1,$(words $(subst ., ,$(EXTVERSION)))),$(EXTVERSION).0.0,$(if $(filter 2,$(words $(subst ., ,$(EXTVERSION)))),$(EXTVERSION).0,$(EXTVERSION)))
 
 MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/engine_set.o src/queue.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
@@ -36,15 +52,22 @@ OBJS = src/deadlock.o src/engine.o src/engine_set.o src/queue.o src/fleet.o src/
 	src/session_wait.o src/sql_api.o src/sql_stats.o src/tls_shared.o src/zklock.o
 
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql zklock--1.1--1.2.sql
+# zklock's licence and the notices of the client it links, installed with
+# the extension under the documentation directory's extension/zklock/ (a
+# directory of its own: DOCS would install them as extension/LICENSE, a
+# name any extension may use)
+ZKLOCK_DOCS = LICENSE NOTICE
 PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 
 # MODULE_big, not MODULES: PGXS ignores SHLIB_LINK for MODULES.  The
 # multithreaded client sends heartbeats while the backend is busy.
 #
-# The client is Apache's, built with OpenSSL from Debian's own zookeeper
-# source package (or Apache's release tarball) by test/build_zkc.sh (make
-# deps) into $(ZKLOCK_ZKC):
-# Debian's libzookeeper_mt has no TLS.  It is linked in statically
+# The client is Apache's 3.8.0 C client with OpenSSL and the patches in
+# test/zkc/ (Debian's libzookeeper_mt has no TLS), built by
+# test/build_zkc.sh into $(ZKLOCK_ZKC): in a release from the source in
+# zookeeper/ into zkc-build/zkc (the first make does it); in a clone,
+# which carries no client source, by make deps from Debian's source
+# package into $(ZKLOCK_PG_CACHE)/zkc.  It is linked in statically
 # (position-independent), and --exclude-libs keeps its symbols out of
 # zklock.so's dynamic table: nothing else in the backend can bind to them,
 # and the system's libzookeeper_mt, if another module loads it, cannot
@@ -55,7 +78,12 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # Debian's PostgreSQL packages are; a PostgreSQL built from source (18
 # here) passes none.  test/check_hardening.sh checks them.
 ZKLOCK_PG_CACHE ?= /var/cache/zklock
+ZKLOCK_ZK_TREE := $(if $(wildcard $(ZKLOCK_TOP)/zookeeper/zookeeper-client/zookeeper-client-c/CMakeLists.txt),$(ZKLOCK_TOP)/zookeeper)
+ifneq ($(ZKLOCK_ZK_TREE),)
+ZKLOCK_ZKC ?= $(ZKLOCK_TOP)/zkc-build/zkc
+else
 ZKLOCK_ZKC ?= $(ZKLOCK_PG_CACHE)/zkc
+endif
 ZKLOCK_HARDEN_LDFLAGS := $(shell DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
 	dpkg-buildflags --get LDFLAGS 2>/dev/null || echo "-Wl,-z,relro -Wl,-z,now")
 SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
@@ -76,9 +104,9 @@ endif
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 ifeq ($(PGXS),)
-# Not installed yet: only the targets that install it can run.
-all install:
-	@echo "pg_config not found: run 'make deps' first" >&2; exit 1
+# No PostgreSQL to build for: only the targets that install one can run.
+all install installcheck:
+	@echo "$(PG_CONFIG) not found: install PostgreSQL's server development files (Debian: postgresql-server-dev-NN), name their pg_config with PG_CONFIG=..., or in a clone run 'make deps'" >&2; exit 1
 else
 include $(PGXS)
 endif
@@ -123,8 +151,39 @@ $(shlib): $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a
 endif
 .PHONY: zklock-pg-check
 
+ifneq ($(ZKLOCK_ZK_TREE),)
+$(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h:
+	@ZKLOCK_ZK_TREE=$(ZKLOCK_ZK_TREE) ZKLOCK_ZKC=$(ZKLOCK_ZKC) \
+		sh $(ZKLOCK_TOP)/test/build_zkc.sh >/dev/null
+$(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a: \
+		$(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h
+	@test -f $@
+else
 $(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h:
 	@echo "the TLS-capable ZooKeeper client is not built in $(ZKLOCK_ZKC): run 'make deps' first" >&2; exit 1
+endif
+
+ifneq ($(PGXS),)
+install: install-zklock-docs
+uninstall: uninstall-zklock-docs
+.PHONY: install-zklock-docs uninstall-zklock-docs
+install-zklock-docs:
+ifdef docdir
+	$(MKDIR_P) '$(DESTDIR)$(docdir)/$(docmoduledir)/zklock'
+	$(INSTALL_DATA) $(addprefix $(ZKLOCK_TOP)/, $(ZKLOCK_DOCS)) '$(DESTDIR)$(docdir)/$(docmoduledir)/zklock/'
+endif
+uninstall-zklock-docs:
+ifdef docdir
+	rm -rf '$(DESTDIR)$(docdir)/$(docmoduledir)/zklock'
+endif
+
+# make installcheck: the suites need a ZooKeeper and zklock.hosts naming
+# it; test/installcheck.sh gives both to PGXS's pg_regress command (as
+# Makefile.global writes it, without its echo).
+pg_regress_installcheck = $(SHELL) $(ZKLOCK_TOP)/test/installcheck.sh \
+	$(top_builddir)/src/test/regress/pg_regress --inputdir=$(srcdir) \
+	--bindir='$(bindir)' $(pg_regress_locale_flags) $(EXTRA_REGRESS_OPTS)
+endif
 
 .PHONY: deps demo demo-stop deb dist test unit bench
 
@@ -143,7 +202,9 @@ BUILD_MAJORS = $(patsubst $(ZKLOCK_PG_CACHE)/pg/%/bin/pg_config,%,$(filter $(ZKL
 
 deps:
 	@sh test/deps.sh build
+ifeq ($(ZKLOCK_ZK_TREE),)
 	@sh test/build_zkc.sh >/dev/null
+endif
 	@for m in $(BUILD_MAJORS); do sh test/build_pg.sh $$m >/dev/null || exit 1; done
 
 demo: deps
@@ -153,32 +214,21 @@ demo: deps
 demo-stop:
 	@PG_CONFIG=$(firstword $(TEST_PG_CONFIGS)) sh test/demo.sh stop
 
-# make deb: postgresql-NN-zklock for each major in debian/pgversions that
-# the host has (Debian 12: 15; PG_SUPPORTED_VERSIONS=NN picks one), built
-# by dpkg-buildpackage in a copy of the tree's files (tracked and not
-# ignored) under deb/, with the client make deps built; the packages and
-# the build's log land in deb/.
-deb: deps
-	@sh test/deps.sh deb
-	@rm -rf deb && mkdir -p deb/zklock-$(EXTVERSION)
-	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
-		git ls-files -z --cached --others --exclude-standard | \
-			tar --null -T - --ignore-failed-read -cf -; \
-	else tar --exclude=./deb -cf - .; fi | tar -xf - -C deb/zklock-$(EXTVERSION)
-	@cd deb/zklock-$(EXTVERSION) && ZKLOCK_ZKC=$(ZKLOCK_ZKC) \
-		dpkg-buildpackage -b -us -uc >../build.log 2>&1 || \
-		{ tail -n 40 ../build.log >&2; echo "make deb failed: deb/build.log" >&2; exit 1; }
-	@rm -rf deb/zklock-$(EXTVERSION)
-	@ls deb/*.deb
+# make deb: the Debian source package (postgresql-zklock: the .dsc, two
+# upstream tarballs, the client's source the second) and, built from the
+# .dsc alone with dpkg-buildpackage, postgresql-NN-zklock for each major in
+# debian/pgversions that the host has (Debian 12: 15;
+# PG_SUPPORTED_VERSIONS=NN picks one), all in deb/ with the build's log
+# (test/release.sh).
+deb:
+	@sh test/deps.sh build deb
+	@sh test/release.sh deb
 
-# make dist: the source release, what git archive gives of the last commit
-# (META.json, PGXN's metadata, at its top; nothing generated).
+# make dist: zklock-RELEASE.zip, the last commit and the client's source
+# (test/release.sh), PGXN's distribution (META.json at its top).
 dist:
-	@grep -q '"version": "$(EXTVERSION)\(\.0\)*"' META.json || \
-		{ echo "META.json does not say version $(EXTVERSION) (zklock.control's)" >&2; exit 1; }
-	@git archive --format=tar.gz --prefix=zklock-$(EXTVERSION)/ \
-		-o zklock-$(EXTVERSION).tar.gz HEAD
-	@echo zklock-$(EXTVERSION).tar.gz
+	@sh test/deps.sh build
+	@sh test/release.sh dist
 
 # Unit tests of the pure C helpers (no PostgreSQL, no ZooKeeper).
 # The owner parser reads data written by any client: it is fuzzed under
@@ -225,3 +275,13 @@ bench: deps
 	@sh bench/run.sh
 
 EXTRA_CLEAN = test/unit/test_names test/unit/test_owner test/unit/test_hosts $(ZKC_TESTS) results regression.diffs regression.out tmp_check src/.pg-build
+
+# The client built from zookeeper/ does not depend on the PostgreSQL built
+# for: make clean keeps it (pg_buildext cleans between majors), make
+# distclean removes it.
+ifneq ($(PGXS),)
+distclean maintainer-clean: clean-zkc-build
+endif
+.PHONY: clean-zkc-build
+clean-zkc-build:
+	rm -rf zkc-build

@@ -1,20 +1,25 @@
 #!/bin/sh
 # Install what one job needs from Debian's packages; a no-op when all is
-# there.  The sets add up: make deps installs "build", make deb "build deb",
-# make demo "build demo", make test "build deb test", make bench "build
-# bench".  A host that only runs zklock needs none of them: PostgreSQL and
-# OpenSSL's runtime library (libssl3), which the package depends on.
+# there.  The sets add up: make deps installs "build", make deb and make
+# dist "build deb", make demo "build demo", make test "build deb test",
+# make bench "build bench".  A host that only runs zklock needs none of
+# them: PostgreSQL, the C library and OpenSSL's (libssl3), which the
+# package depends on.  README.md's table "What each target installs" lists
+# the same packages (test/check_readme.sh compares them).
 #   sh test/deps.sh [SET...]        (SET: build, the default; deb; demo;
 #                                    test; bench)
+#   sh test/deps.sh --list SET      the packages of one set, a line each
 #   build:  make, gcc, postgresql-server-dev-15 (PGXS, pg_config); for the
 #           TLS-capable ZooKeeper C client zklock links (test/build_zkc.sh):
 #           cmake, libssl-dev, patch, dpkg-dev (its source package and the
 #           hardening flags), libzookeeper-java (the jute compiler's jar)
 #           and a Java runtime to run it
 #   deb:    debhelper and postgresql-server-dev-all (pg_buildext and the
-#           pgxs debhelper sequence)
-#   demo:   postgresql-15 (the server), zookeeper (the server's jars and
-#           their Java runtime; not zookeeperd, which starts a service)
+#           pgxs debhelper sequence), the rest of the source package's
+#           Build-Depends being in build
+#   demo:   postgresql-15 and postgresql-client-15 (the server, psql),
+#           zookeeper (the server's jars and their Java runtime; not
+#           zookeeperd, which starts a service)
 #   test:   what demo needs, and libipc-run-perl (TAP), python3-kazoo (tree
 #           inspection, peers), Curator's jars and a JDK (javac) for the
 #           interop peers, netcat-openbsd (four-letter words by hand),
@@ -24,14 +29,21 @@
 #           openssl and libio-socket-ssl-perl (170_tls: certificates, and
 #           four-letter words on a TLS-only ensemble),
 #           prometheus-postgres-exporter (197_exporter scrapes zklock's
-#           statistics through exporter/zklock_queries.yaml)
+#           statistics through exporter/zklock_queries.yaml),
 #           iproute2 (ip) and util-linux (setpriv): the checker's network
-#           namespaces and partitions (test/perl/ZkNet.pm, test/net_user.sh)
+#           namespaces and partitions (test/perl/ZkNet.pm, test/net_user.sh),
+#           lintian and autopkgtest (the package's checks, test/check_deb.sh),
+#           pgxnclient and unzip (the PGXN distribution, test/check_dist.sh)
 #   bench:  what demo needs, and libpq-dev (the C clients), a JDK and
 #           Curator's jars, python3-kazoo, libzookeeper-mt-dev (the raw C
 #           client floor); bench/run.sh checks the same list
 set -eu
 
+list=0
+if [ "${1:-}" = --list ]; then
+	list=1
+	shift
+fi
 [ $# -eq 0 ] && set -- build
 PACKAGES=""
 for set in "$@"; do
@@ -44,7 +56,8 @@ patch dpkg-dev libzookeeper-java default-jre-headless" ;;
 libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
 default-jdk-headless pgbouncer postgresql-15-cron gdb strace \
-openssl libio-socket-ssl-perl prometheus-postgres-exporter iproute2 util-linux" ;;
+openssl libio-socket-ssl-perl prometheus-postgres-exporter iproute2 util-linux \
+lintian autopkgtest pgxnclient unzip" ;;
 	bench) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
 libpq-dev openjdk-17-jdk-headless libcurator-recipes-java \
 libcurator-framework-java libcurator-client-java libguava-java libslf4j-java \
@@ -53,6 +66,12 @@ python3-kazoo libzookeeper-mt-dev coreutils" ;;
 		exit 2 ;;
 	esac
 done
+
+if [ "$list" -eq 1 ]; then
+	# shellcheck disable=SC2086
+	printf '%s\n' $PACKAGES | awk '!seen[$0]++'
+	exit 0
+fi
 
 missing=""
 for p in $PACKAGES; do

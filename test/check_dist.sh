@@ -58,7 +58,7 @@ done
 result "$([ -z "$missing" ] && echo 1 || echo 0)" \
 	"$zip has META.json, LICENSE and NOTICE at its top and the client's licence, notice and generated C files${missing:+ (missing:$missing)}"
 
-mkdir "$tmp/empty" "$tmp/root"
+mkdir "$tmp/empty" "$tmp/root" "$tmp/log"
 (cd "$tmp/empty" && unzip -q "$tmp/$zip")
 src="$tmp/empty/zklock-$release"
 out=$(perl test/check_meta.pl "$src/META.json" 2>&1)
@@ -78,12 +78,12 @@ result "$(echo "$out" | grep -q 'is not a semantic version' &&
 # As postgres, in the empty directory: a plain PGXS build, make and make
 # install, with no variable but PG_CONFIG.
 build="cd '$src' && env -u MAKEFLAGS -u MAKELEVEL make -s PG_CONFIG='$pgc' \
-PG_CFLAGS='-Wall -Wextra -Werror' >'$tmp/build.log' 2>&1 && \
+PG_CFLAGS='-Wall -Wextra -Werror' >'$tmp/log/build.log' 2>&1 && \
 env -u MAKEFLAGS -u MAKELEVEL make -s PG_CONFIG='$pgc' DESTDIR='$tmp/root' install \
->'$tmp/install.log' 2>&1"
+>'$tmp/log/install.log' 2>&1"
 isolated=""
 if [ "$(id -u)" -eq 0 ]; then
-	chown -R postgres "$tmp/empty" "$tmp/root"
+	chown -R postgres "$tmp/empty" "$tmp/root" "$tmp/log"
 	hide=""
 	for d in "$cache" /usr/share/java /usr/lib/jvm; do
 		[ -d "$d" ] && hide="$hide mount -t tmpfs none '$d' &&"
@@ -96,7 +96,7 @@ fi
 if "$@"; then
 	result 1 "zklock-$release builds and installs with PGXS in an empty directory$isolated"
 else
-	result 0 "zklock-$release builds and installs with PGXS in an empty directory$isolated: $(tail -n 5 "$tmp/build.log" "$tmp/install.log" 2>/dev/null | tr '\n' ' ')"
+	result 0 "zklock-$release builds and installs with PGXS in an empty directory$isolated: $(tail -n 5 "$tmp/log/build.log" "$tmp/log/install.log" 2>/dev/null | tr '\n' ' ')"
 fi
 ext="$tmp/root$("$pgc" --sharedir)/extension"
 doc="$tmp/root$("$pgc" --docdir)/extension/zklock"

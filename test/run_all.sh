@@ -2,10 +2,12 @@
 # make test: the unit tests and the source release's build (make dist,
 # test/check_dist.sh) once, then for each PostgreSQL given (its pg_config;
 # default the pg_config on PATH): build with warnings as errors and
-# install (Debian's PostgreSQL, as root: make deb and dpkg -i of
-# postgresql-NN-zklock, purged at the end), check the exports, run
-# pg_regress and every TAP test against what was installed.  Ends with
-# one line "N passed, N failed", summed over every major.
+# install (Debian's PostgreSQL, as root: make deb, its checks and
+# autopkgtest, then apt install ./postgresql-NN-zklock_*.deb, purged at the
+# end), check the exports, run make installcheck (a throwaway cluster as
+# it comes, a throwaway ZooKeeper), pg_regress and every TAP test against
+# what was installed.  Ends with one line "N passed, N failed", summed
+# over every major.
 #   sh test/run_all.sh [PG_CONFIG...]
 #
 # The ZooKeeper servers are Debian 12's 3.8.0 (ZKLOCK_ZK_SERVER, default
@@ -41,6 +43,9 @@ out=$(sh test/check_guc_order.sh)
 echo "$out"
 count_tap "$out"
 out=$(sh test/check_dist.sh "$1")
+echo "$out"
+count_tap "$out"
+out=$(sh test/check_readme.sh)
 echo "$out"
 count_tap "$out"
 
@@ -114,7 +119,7 @@ run_major() {
 	make -s clean PG_CONFIG="$pgc" >/dev/null 2>&1
 	# Debian's PostgreSQL (/usr/lib/postgresql/NN), as root: zklock as its
 	# users install it, the package make deb builds (postgresql-NN-zklock),
-	# installed with dpkg -i in place of make install, purged at the end.
+	# installed with apt in place of make install, purged at the end.
 	pkg=""
 	major=$("$pgc" --version 2>/dev/null | sed -n 's/^PostgreSQL \([0-9]*\).*/\1/p')
 	case $pgc in
@@ -134,9 +139,10 @@ run_major() {
 		count_tap "$out"
 		# with its debug symbols (postgresql-NN-zklock-dbgsym, as Debian
 		# ships them): the gdb tests hold backends at zklock's functions
-		if ! out=$(dpkg -i deb/"$pkg"_*.deb deb/"$pkg"-dbgsym_*.deb 2>&1); then
+		if ! out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			./deb/"$pkg"_*.deb ./deb/"$pkg"-dbgsym_*.deb 2>&1); then
 			echo "$out"
-			echo "dpkg -i $pkg failed"
+			echo "apt install ./deb/${pkg}_*.deb failed"
 			dpkg -P "$pkg-dbgsym" "$pkg" >/dev/null 2>&1
 			count 0 1
 			return
@@ -172,6 +178,22 @@ run_major() {
 	bindir=$("$pgc" --bindir)
 	pgxs=$(dirname "$("$pgc" --pgxs)")
 	path="$bindir:$PATH"
+
+	# make installcheck, as a user would run it against the installed
+	# zklock: a throwaway cluster as it comes (max_prepared_transactions
+	# 0), a throwaway ZooKeeper (test/installcheck.sh)
+	ic=$(mktemp -d /tmp/zklock-ic.XXXXXX)
+	chown postgres "$ic" 2>/dev/null
+	out=$(as_user sh -c "'$bindir/initdb' -D '$ic/data' >/dev/null 2>&1 &&
+		'$bindir/pg_ctl' -D '$ic/data' -l '$ic/log' -w -o \"-c listen_addresses= -k $ic\" start >/dev/null &&
+		env PGHOST='$ic' make -s installcheck PG_CONFIG='$pgc'" 2>&1)
+	as_user "$bindir/pg_ctl" -D "$ic/data" -m immediate stop >/dev/null 2>&1
+	echo "$out" | grep -vE '^(=|DROP|CREATE|ALTER|SET|\(using|$)'
+	count "$(echo "$out" | grep -cE '^(test| ) .* \.\.\. ok|^ok [0-9]')" \
+		"$(echo "$out" | grep -cE '\.\.\. FAILED|^not ok [0-9]')"
+	echo "$out" | grep -qE 'tests passed' || { count 0 1; echo "make installcheck failed on ${version:-$pgc}"; cat "$ic/log" 2>/dev/null | tail -n 20; }
+	[ -f regression.diffs ] && head -n 100 regression.diffs
+	rm -rf "$ic" results regression.diffs regression.out
 
 	# pg_regress: count its "... ok" and "... FAILED" lines.
 	regress=$(sed -n 's/^REGRESS = //p' Makefile)

@@ -4,9 +4,10 @@
 # The extension's version is written once, as default_version in
 # zklock.control.  The Makefile reads it from there (EXTVERSION, compiled
 # into the magic block that PostgreSQL 18's pg_get_loaded_modules() shows);
-# META.json (PGXN: the distribution's and the extension's version, in
-# SemVer) and debian/changelog (the Debian package's upstream version) must
-# say the same, and so must CREATE EXTENSION.  No ZooKeeper is needed:
+# the release is numbered from it in SemVer (1.2 is 1.2.0): META.json
+# (PGXN: the distribution's and the extension's version) and
+# debian/changelog (the Debian package's upstream version) must say that,
+# and CREATE EXTENSION must install the version.  No ZooKeeper is needed:
 # loading zklock opens no session.
 
 use strict;
@@ -43,7 +44,7 @@ is($meta->{provides}{zklock}{version},
 	$semver, "META.json provides zklock $semver");
 my ($deb) = slurp('debian/changelog') =~ /^postgresql-zklock \(([^)]+)\)/;
 is($deb =~ s/-[^-]+$//r,
-	$version, "debian/changelog's upstream version is $version");
+	$semver, "debian/changelog's upstream version is $semver");
 
 my $node = PostgreSQL::Test::Cluster->new('version');
 $node->init;

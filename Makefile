@@ -36,14 +36,13 @@
 EXTENSION = zklock
 # The extension's version is default_version in zklock.control; it goes
 # into the magic block (pg_get_loaded_modules() on 18).  A release is
-# numbered in SemVer from it (1.2 is release 1.2.0): the dist zip's name,
-# META.json's versions (PGXN) and debian/changelog's upstream version, which
-# are written by hand and must agree: make dist refuses otherwise, and
-# test/t/005_version.pl checks them.
+# numbered in SemVer from it (1.2 is release 1.2.0; test/release.sh): the
+# dist zip's name, META.json's versions (PGXN) and debian/changelog's
+# upstream version, which are written by hand and must agree: make dist and
+# make deb refuse otherwise, and test/t/005_version.pl checks them.
 ZKLOCK_TOP := $(patsubst %/,%,$(dir $(abspath $(firstword $(MAKEFILE_LIST)))))
 EXTVERSION := $(shell sed -n "s/^default_version = '\([^']*\)'.*/\1/p" \
 	$(ZKLOCK_TOP)/zklock.control)
-RELEASE := $(if $(filter 1,$(words $(subst ., ,$(EXTVERSION)))),$(EXTVERSION).0.0,$(if $(filter 2,$(words $(subst ., ,$(EXTVERSION)))),$(EXTVERSION).0,$(EXTVERSION)))
 
 MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/engine_set.o src/queue.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \

@@ -21,12 +21,7 @@ cd "$top" || exit 1
 . "$top/test/tap.sh"
 cache=${ZKLOCK_PG_CACHE:-/var/cache/zklock}
 
-version=$(sed -n "s/^default_version = '\([^']*\)'.*/\1/p" zklock.control)
-case $version in
-*.*.*) release=$version ;;
-*.*) release=$version.0 ;;
-*) release=$version.0.0 ;;
-esac
+release=$(sh test/release.sh version)
 zip=zklock-$release.zip
 tmp=$(mktemp -d)
 chmod 755 "$tmp"

@@ -3,6 +3,7 @@
 #   sh test/release.sh dist    zklock-RELEASE.zip at the top of the tree
 #   sh test/release.sh deb     the Debian source package and the binary
 #                              packages built from it, in deb/
+#   sh test/release.sh version the release's version
 #
 # RELEASE is zklock.control's default_version in SemVer (1.2 is 1.2.0);
 # META.json (its version and the version it provides) and
@@ -41,6 +42,10 @@ case $version in
 *.*) release=$version.0 ;;
 *) release=$version.0.0 ;;
 esac
+if [ "$what" = version ]; then
+	echo "$release"
+	exit 0
+fi
 meta_ok=$(perl -MJSON::PP -e '
 	local $/; open my $f, "<", "META.json" or die; my $m = decode_json(<$f>);
 	print(($m->{version} eq $ARGV[0] && $m->{provides}{zklock}{version} eq $ARGV[0]) ? 1 : 0)' "$release")
@@ -152,7 +157,7 @@ deb)
 	ls "$out"/*.dsc "$out"/*.deb
 	;;
 *)
-	echo "usage: sh test/release.sh dist|deb" >&2
+	echo "usage: sh test/release.sh dist|deb|version" >&2
 	exit 2
 	;;
 esac

@@ -242,7 +242,9 @@ build() {
 		return 0
 	fi
 	need=$(missing cc make cmake patch ssl)
-	if [ -n "$need" ] && as_root_on_debian; then
+	# A release's build (ZKLOCK_ZK_TREE: a package build, PGXN) installs
+	# nothing; a clone's make deps does, as root on Debian.
+	if [ -n "$need" ] && [ -z "$tree" ] && as_root_on_debian; then
 		log=/dev/null
 		apt_install gcc make cmake patch libssl-dev
 		need=$(missing cc make cmake patch ssl)

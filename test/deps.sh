@@ -26,7 +26,10 @@
 #           prometheus-postgres-exporter (197_exporter scrapes zklock's
 #           statistics through exporter/zklock_queries.yaml)
 #           iproute2 (ip) and util-linux (setpriv): the checker's network
-#           namespaces and partitions (test/perl/ZkNet.pm, test/net_user.sh)
+#           namespaces and partitions (test/perl/ZkNet.pm, test/net_user.sh),
+#           sqitch, libdbd-pg-perl, ruby-activerecord and ruby-pg, and npm's
+#           node-pg-migrate (test/npm_tools.sh): the migration tools
+#           115_migration_tools deploys with
 #   bench:  what demo needs, and libpq-dev (the C clients), a JDK and
 #           Curator's jars, python3-kazoo, libzookeeper-mt-dev (the raw C
 #           client floor); bench/run.sh checks the same list
@@ -44,7 +47,9 @@ patch dpkg-dev libzookeeper-java default-jre-headless" ;;
 libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
 default-jdk-headless pgbouncer postgresql-15-cron gdb strace \
-openssl libio-socket-ssl-perl prometheus-postgres-exporter iproute2 util-linux" ;;
+openssl libio-socket-ssl-perl prometheus-postgres-exporter iproute2 util-linux \
+sqitch libdbd-pg-perl ruby-activerecord ruby-pg"
+		sh "$(dirname "$0")/npm_tools.sh" ;;
 	bench) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
 libpq-dev openjdk-17-jdk-headless libcurator-recipes-java \
 libcurator-framework-java libcurator-client-java libguava-java libslf4j-java \

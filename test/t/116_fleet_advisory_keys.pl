@@ -9,7 +9,8 @@
 # place.  On the holder's own cluster a session without the setting still
 # conflicts with a routed holder, and a routed session with a plain
 # holder; pg_locks shows the routed lock.  The wait shows in
-# zklock.log_lock_waits and zk_stat_locks like any zklock lock's.
+# zklock.log_lock_waits and zk_stat_locks like any zklock lock's.  Through
+# pgbouncer in session mode a client's lock ends with the client.
 
 use strict;
 use warnings;
@@ -17,6 +18,8 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../perl";
 
+use IPC::Run ();
+use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use ZkEnsemble;
@@ -177,6 +180,51 @@ is($r->query_safe('SELECT pg_try_advisory_lock(101)'), 'f',
 	'a routed session cannot take a key a plain session holds');
 is(queue('101'), '', 'and queued nothing in ZooKeeper');
 $plain->query_safe('SELECT pg_advisory_unlock(101)');
+
+# --- through pgbouncer in session mode: the deployer's role has the
+# setting; a client that never unlocks (as sqitch) holds the fleet's lock
+# until it leaves, and the reset query DISCARD ALL releases both halves
+$east->safe_psql('postgres', qq{
+	CREATE ROLE deployer LOGIN;
+	ALTER ROLE deployer SET zklock.fleet_advisory_keys = '$keys';
+});
+my $bport = PostgreSQL::Test::Cluster::get_free_port();
+my $bdir = PostgreSQL::Test::Utils::tempdir();
+my $ini = "$bdir/pgbouncer.ini";
+PostgreSQL::Test::Utils::append_to_file($ini, <<"INI");
+[databases]
+sess = host=@{[ $east->host ]} port=@{[ $east->port ]} dbname=postgres user=deployer pool_mode=session
+
+[pgbouncer]
+listen_addr =
+listen_port = $bport
+unix_socket_dir = @{[ $east->host ]}
+auth_type = any
+default_pool_size = 1
+max_client_conn = 20
+server_reset_query = DISCARD ALL
+logfile = $bdir/pgbouncer.log
+pidfile = $bdir/pgbouncer.pid
+INI
+my $bouncer = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
+	'>', "$bdir/stdout", '2>', "$bdir/stderr", IPC::Run::timeout(300));
+# A cluster object that only names pgbouncer's socket, for psql.
+my $pgb = PostgreSQL::Test::Cluster->new('pgbouncer', port => $bport);
+ok(poll_until(sub { (eval { $pgb->safe_psql('sess', 'SELECT 1') } // '') eq '1' }, 30),
+	'pgbouncer serves');
+my $client = $pgb->background_psql('sess');
+$client->query_safe('SELECT pg_advisory_lock(101)');
+is(queue('101'), 'east:t', 'a client through pgbouncer holds the fleet lock');
+is($w->query_safe('SELECT pg_try_advisory_lock(101)'), 'f', 'the other cluster cannot take it');
+$client->quit;
+ok(poll_until(sub { queue('101') eq '' }, 30),
+	"the client's leaving releases it (pgbouncer's DISCARD ALL)");
+is($east->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE usename = 'deployer'"),
+	'1', 'on the server connection pgbouncer keeps');
+is($w->query_safe('SELECT pg_try_advisory_lock(101), pg_advisory_unlock(101)'), 't|t',
+	'the other cluster takes it');
+$bouncer->signal('INT');
+$bouncer->finish;
 
 finish(nodes => [ $east, $west ], zk => $zk);
 done_testing();

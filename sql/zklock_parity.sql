@@ -217,14 +217,19 @@ CREATE VIEW regress_adv_view AS SELECT pg_try_advisory_lock(1, 2) AS got;
 SELECT regress_adv_unlock(42), got FROM regress_adv_view;
 SELECT name, mode, holds FROM zk_locks;
 SELECT pg_advisory_unlock(1, 2);
--- a limit (README): a one-SELECT SQL function is inlined by the planner
--- after the rewrite, so its call stays PostgreSQL's alone
+-- a one-SELECT SQL function, which the planner inlines into the query,
+-- and one with a SQL-standard body, inlined too
 CREATE FUNCTION regress_adv_inlined(k bigint) RETURNS boolean
   LANGUAGE sql AS 'SELECT pg_try_advisory_lock(k)';
-SELECT regress_adv_inlined(42);
+CREATE FUNCTION regress_adv_atomic(k bigint) RETURNS boolean
+  LANGUAGE sql RETURN pg_advisory_unlock(k);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT regress_adv_inlined(42);
+SELECT regress_adv_inlined(42) FROM generate_series(1, 2);
+SELECT name, holds FROM zk_locks;
+SELECT regress_adv_atomic(42), regress_adv_atomic(42);
 SELECT count(*) FROM zk_locks;
-SELECT pg_advisory_unlock(42);
 DROP FUNCTION regress_adv_inlined(bigint);
+DROP FUNCTION regress_adv_atomic(bigint);
 -- the plan decides nothing: one cached before the setting changed follows it
 EXECUTE adv(44);
 SELECT count(*) FROM zk_locks;

@@ -11,7 +11,10 @@
  * written) into a call of zklock's wrapper of the same signature
  * (zk_fleet_advisory_*, created by the 1.3 script).  Every query a backend
  * runs is planned first: statements, prepared statements, PL/pgSQL (SPI),
- * SQL functions, views and rules, after they are expanded.  The rewrite
+ * SQL functions, views and rules, after they are expanded.  The calls a
+ * SQL function's body brings in when the planner inlines it are found
+ * again once the planner has processed the expressions (the hook on the
+ * final upper relation).  The rewrite
  * does not depend on the setting: a wrapper reads it when it runs, so a
  * plan cached before the setting changed follows the new value, and a key
  * the setting does not list costs the builtin plus one look-up.  In a
@@ -139,6 +142,7 @@ static AdvWrappers adv_state = ADV_UNKNOWN;
 static Oid	adv_wrapper_oids[ADV_NFORMS];
 static bool adv_callback_registered = false;
 static planner_hook_type adv_prev_planner = NULL;
+static create_upper_paths_hook_type adv_prev_upper_paths = NULL;
 
 /* A routed session-scope hold count, by key and mode. */
 typedef struct AdvHold
@@ -284,12 +288,33 @@ adv_planner(Query *parse, const char *query_string, int cursorOptions,
 	return standard_planner(parse, query_string, cursorOptions, boundParams);
 }
 
-/* Installed by _PG_init, in front of any planner hook loaded before. */
+/*
+ * The planner inlines a one-SELECT SQL function's body into the calling
+ * query after the planner hook ran; once the expressions are processed
+ * (the final upper relation of each query level, before the plan is
+ * made from them) the walk finds the calls the body brought in.
+ */
+static void
+adv_upper_paths(PlannerInfo *root, UpperRelationKind stage,
+				RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
+{
+	if (adv_prev_upper_paths)
+		adv_prev_upper_paths(root, stage, input_rel, output_rel, extra);
+	if (stage != UPPERREL_FINAL)
+		return;
+	(void) query_tree_walker(root->parse, adv_rewrite_walker, NULL, 0);
+	(void) expression_tree_walker((Node *) root->processed_tlist,
+								  adv_rewrite_walker, NULL);
+}
+
+/* Installed by _PG_init, in front of any hooks loaded before. */
 void
 zkl_advisory_init(void)
 {
 	adv_prev_planner = planner_hook;
 	planner_hook = adv_planner;
+	adv_prev_upper_paths = create_upper_paths_hook;
+	create_upper_paths_hook = adv_upper_paths;
 }
 
 /* The routed session holds of a key and mode; made when make is set. */

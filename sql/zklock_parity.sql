@@ -209,7 +209,17 @@ SELECT pg_advisory_unlock_all();
 PREPARE adv(bigint) AS SELECT pg_try_advisory_lock($1);
 EXECUTE adv(42);
 SELECT name, holds FROM zk_locks;
-DO $$ BEGIN PERFORM pg_advisory_unlock(42); PERFORM pg_advisory_lock_shared(42); END $$;
+DO $$
+DECLARE
+  got boolean;
+BEGIN
+  PERFORM pg_advisory_unlock(42);
+  got := pg_try_advisory_lock(42);    -- an assignment: a simple expression
+  IF got AND (SELECT holds FROM zk_locks WHERE name = 'key:42') = 1
+     AND pg_advisory_unlock(42) THEN
+    PERFORM pg_advisory_lock_shared(42);
+  END IF;
+END $$;
 SELECT name, mode, holds FROM zk_locks;
 CREATE FUNCTION regress_adv_unlock(k bigint) RETURNS boolean
   LANGUAGE sql AS 'SELECT 1; SELECT pg_advisory_unlock_shared(k)';

@@ -101,31 +101,28 @@ typedef struct AdvForm
 	bool		xact;
 } AdvForm;
 
-#define ADV_FORM(oid, fn, wrapper, args, op, shared, xact) \
-	{oid, fn, wrapper, args, op, shared, xact}
-
 static const AdvForm adv_forms[] = {
-	ADV_FORM(F_PG_ADVISORY_LOCK_INT8, pg_advisory_lock_int8, "zk_fleet_advisory_lock", ADV_INT8, ADV_LOCK, false, false),
-	ADV_FORM(F_PG_ADVISORY_LOCK_INT4_INT4, pg_advisory_lock_int4, "zk_fleet_advisory_lock", ADV_INT4_PAIR, ADV_LOCK, false, false),
-	ADV_FORM(F_PG_ADVISORY_LOCK_SHARED_INT8, pg_advisory_lock_shared_int8, "zk_fleet_advisory_lock_shared", ADV_INT8, ADV_LOCK, true, false),
-	ADV_FORM(F_PG_ADVISORY_LOCK_SHARED_INT4_INT4, pg_advisory_lock_shared_int4, "zk_fleet_advisory_lock_shared", ADV_INT4_PAIR, ADV_LOCK, true, false),
-	ADV_FORM(F_PG_ADVISORY_XACT_LOCK_INT8, pg_advisory_xact_lock_int8, "zk_fleet_advisory_xact_lock", ADV_INT8, ADV_LOCK, false, true),
-	ADV_FORM(F_PG_ADVISORY_XACT_LOCK_INT4_INT4, pg_advisory_xact_lock_int4, "zk_fleet_advisory_xact_lock", ADV_INT4_PAIR, ADV_LOCK, false, true),
-	ADV_FORM(F_PG_ADVISORY_XACT_LOCK_SHARED_INT8, pg_advisory_xact_lock_shared_int8, "zk_fleet_advisory_xact_lock_shared", ADV_INT8, ADV_LOCK, true, true),
-	ADV_FORM(F_PG_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_advisory_xact_lock_shared_int4, "zk_fleet_advisory_xact_lock_shared", ADV_INT4_PAIR, ADV_LOCK, true, true),
-	ADV_FORM(F_PG_TRY_ADVISORY_LOCK_INT8, pg_try_advisory_lock_int8, "zk_fleet_try_advisory_lock", ADV_INT8, ADV_TRY, false, false),
-	ADV_FORM(F_PG_TRY_ADVISORY_LOCK_INT4_INT4, pg_try_advisory_lock_int4, "zk_fleet_try_advisory_lock", ADV_INT4_PAIR, ADV_TRY, false, false),
-	ADV_FORM(F_PG_TRY_ADVISORY_LOCK_SHARED_INT8, pg_try_advisory_lock_shared_int8, "zk_fleet_try_advisory_lock_shared", ADV_INT8, ADV_TRY, true, false),
-	ADV_FORM(F_PG_TRY_ADVISORY_LOCK_SHARED_INT4_INT4, pg_try_advisory_lock_shared_int4, "zk_fleet_try_advisory_lock_shared", ADV_INT4_PAIR, ADV_TRY, true, false),
-	ADV_FORM(F_PG_TRY_ADVISORY_XACT_LOCK_INT8, pg_try_advisory_xact_lock_int8, "zk_fleet_try_advisory_xact_lock", ADV_INT8, ADV_TRY, false, true),
-	ADV_FORM(F_PG_TRY_ADVISORY_XACT_LOCK_INT4_INT4, pg_try_advisory_xact_lock_int4, "zk_fleet_try_advisory_xact_lock", ADV_INT4_PAIR, ADV_TRY, false, true),
-	ADV_FORM(F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT8, pg_try_advisory_xact_lock_shared_int8, "zk_fleet_try_advisory_xact_lock_shared", ADV_INT8, ADV_TRY, true, true),
-	ADV_FORM(F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_try_advisory_xact_lock_shared_int4, "zk_fleet_try_advisory_xact_lock_shared", ADV_INT4_PAIR, ADV_TRY, true, true),
-	ADV_FORM(F_PG_ADVISORY_UNLOCK_INT8, pg_advisory_unlock_int8, "zk_fleet_advisory_unlock", ADV_INT8, ADV_UNLOCK, false, false),
-	ADV_FORM(F_PG_ADVISORY_UNLOCK_INT4_INT4, pg_advisory_unlock_int4, "zk_fleet_advisory_unlock", ADV_INT4_PAIR, ADV_UNLOCK, false, false),
-	ADV_FORM(F_PG_ADVISORY_UNLOCK_SHARED_INT8, pg_advisory_unlock_shared_int8, "zk_fleet_advisory_unlock_shared", ADV_INT8, ADV_UNLOCK, true, false),
-	ADV_FORM(F_PG_ADVISORY_UNLOCK_SHARED_INT4_INT4, pg_advisory_unlock_shared_int4, "zk_fleet_advisory_unlock_shared", ADV_INT4_PAIR, ADV_UNLOCK, true, false),
-	ADV_FORM(F_PG_ADVISORY_UNLOCK_ALL, pg_advisory_unlock_all, "zk_fleet_advisory_unlock_all", ADV_NONE, ADV_UNLOCK_ALL, false, false),
+	{F_PG_ADVISORY_LOCK_INT8, pg_advisory_lock_int8, "zk_fleet_advisory_lock", ADV_INT8, ADV_LOCK, false, false},
+	{F_PG_ADVISORY_LOCK_INT4_INT4, pg_advisory_lock_int4, "zk_fleet_advisory_lock", ADV_INT4_PAIR, ADV_LOCK, false, false},
+	{F_PG_ADVISORY_LOCK_SHARED_INT8, pg_advisory_lock_shared_int8, "zk_fleet_advisory_lock_shared", ADV_INT8, ADV_LOCK, true, false},
+	{F_PG_ADVISORY_LOCK_SHARED_INT4_INT4, pg_advisory_lock_shared_int4, "zk_fleet_advisory_lock_shared", ADV_INT4_PAIR, ADV_LOCK, true, false},
+	{F_PG_ADVISORY_XACT_LOCK_INT8, pg_advisory_xact_lock_int8, "zk_fleet_advisory_xact_lock", ADV_INT8, ADV_LOCK, false, true},
+	{F_PG_ADVISORY_XACT_LOCK_INT4_INT4, pg_advisory_xact_lock_int4, "zk_fleet_advisory_xact_lock", ADV_INT4_PAIR, ADV_LOCK, false, true},
+	{F_PG_ADVISORY_XACT_LOCK_SHARED_INT8, pg_advisory_xact_lock_shared_int8, "zk_fleet_advisory_xact_lock_shared", ADV_INT8, ADV_LOCK, true, true},
+	{F_PG_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_advisory_xact_lock_shared_int4, "zk_fleet_advisory_xact_lock_shared", ADV_INT4_PAIR, ADV_LOCK, true, true},
+	{F_PG_TRY_ADVISORY_LOCK_INT8, pg_try_advisory_lock_int8, "zk_fleet_try_advisory_lock", ADV_INT8, ADV_TRY, false, false},
+	{F_PG_TRY_ADVISORY_LOCK_INT4_INT4, pg_try_advisory_lock_int4, "zk_fleet_try_advisory_lock", ADV_INT4_PAIR, ADV_TRY, false, false},
+	{F_PG_TRY_ADVISORY_LOCK_SHARED_INT8, pg_try_advisory_lock_shared_int8, "zk_fleet_try_advisory_lock_shared", ADV_INT8, ADV_TRY, true, false},
+	{F_PG_TRY_ADVISORY_LOCK_SHARED_INT4_INT4, pg_try_advisory_lock_shared_int4, "zk_fleet_try_advisory_lock_shared", ADV_INT4_PAIR, ADV_TRY, true, false},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_INT8, pg_try_advisory_xact_lock_int8, "zk_fleet_try_advisory_xact_lock", ADV_INT8, ADV_TRY, false, true},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_INT4_INT4, pg_try_advisory_xact_lock_int4, "zk_fleet_try_advisory_xact_lock", ADV_INT4_PAIR, ADV_TRY, false, true},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT8, pg_try_advisory_xact_lock_shared_int8, "zk_fleet_try_advisory_xact_lock_shared", ADV_INT8, ADV_TRY, true, true},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_try_advisory_xact_lock_shared_int4, "zk_fleet_try_advisory_xact_lock_shared", ADV_INT4_PAIR, ADV_TRY, true, true},
+	{F_PG_ADVISORY_UNLOCK_INT8, pg_advisory_unlock_int8, "zk_fleet_advisory_unlock", ADV_INT8, ADV_UNLOCK, false, false},
+	{F_PG_ADVISORY_UNLOCK_INT4_INT4, pg_advisory_unlock_int4, "zk_fleet_advisory_unlock", ADV_INT4_PAIR, ADV_UNLOCK, false, false},
+	{F_PG_ADVISORY_UNLOCK_SHARED_INT8, pg_advisory_unlock_shared_int8, "zk_fleet_advisory_unlock_shared", ADV_INT8, ADV_UNLOCK, true, false},
+	{F_PG_ADVISORY_UNLOCK_SHARED_INT4_INT4, pg_advisory_unlock_shared_int4, "zk_fleet_advisory_unlock_shared", ADV_INT4_PAIR, ADV_UNLOCK, true, false},
+	{F_PG_ADVISORY_UNLOCK_ALL, pg_advisory_unlock_all, "zk_fleet_advisory_unlock_all", ADV_NONE, ADV_UNLOCK_ALL, false, false},
 };
 
 #define ADV_NFORMS lengthof(adv_forms)
@@ -334,10 +331,10 @@ adv_hold(bool pair, int64 key, bool shared, bool make)
 			repalloc(adv_holds, sizeof(AdvHold) * adv_maxholds) :
 			MemoryContextAlloc(TopMemoryContext, sizeof(AdvHold) * adv_maxholds);
 	}
-	adv_holds[adv_nholds] = (AdvHold)
-	{
-		.pair = pair,.shared = shared,.key = key,.count = 0
-	};
+	adv_holds[adv_nholds].pair = pair;
+	adv_holds[adv_nholds].shared = shared;
+	adv_holds[adv_nholds].key = key;
+	adv_holds[adv_nholds].count = 0;
 	return &adv_holds[adv_nholds++];
 }
 

@@ -194,11 +194,12 @@ sub spans
 		} @nodes ];
 }
 
-# Whether any two of the spans overlap; and by how much at most.
+# The largest overlap of any two spans, in seconds: negative when every two
+# are apart (the smallest gap).
 sub overlap
 {
 	my ($spans) = @_;
-	my $max = 0;
+	my $max;
 	for my $i (0 .. $#$spans)
 	{
 		for my $j ($i + 1 .. $#$spans)
@@ -207,10 +208,10 @@ sub overlap
 			next unless @$a == 2 && @$b == 2;
 			my $o = (($a->[1] < $b->[1]) ? $a->[1] : $b->[1]) -
 			  (($a->[0] > $b->[0]) ? $a->[0] : $b->[0]);
-			$max = $o if $o > $max;
+			$max = $o if !defined $max || $o > $max;
 		}
 	}
-	return $max;
+	return $max // 0;
 }
 
 my %table = (
@@ -234,7 +235,7 @@ for my $tool ('sqitch', 'activerecord', 'node-pg-migrate')
 	is(scalar(grep { @$_ == 2 && $_->[1] > $_->[0] } @$spans),
 		3, "$tool with the setting: every cluster has the release, its migration ended");
 	$o = overlap($spans);
-	ok($o <= 0, sprintf("$tool with the setting: no two clusters migrate at once (largest overlap %.2f s)", $o));
+	ok($o < 0, sprintf("$tool with the setting: no two clusters migrate at once (largest overlap %.2f s)", $o));
 	note("$tool: " . join('; ', map { /attempts: (\d+)/ ? "$1 attempts" : '?' } @$out));
 	note(sprintf("$tool: %.1f s for both runs", time - $t0));
 }

@@ -14,12 +14,12 @@
  * SQL functions, views and rules, after they are expanded.  The calls a
  * SQL function's body brings in when the planner inlines it are found
  * again once the planner has processed the expressions (the hook on the
- * final upper relation).  The rewrite
- * does not depend on the setting: a wrapper reads it when it runs, so a
- * plan cached before the setting changed follows the new value, and a key
- * the setting does not list costs the builtin plus one look-up.  In a
- * database without the wrappers (zklock not installed there, or not
- * updated to 1.3) the calls are left alone.
+ * final upper relation).  The rewrite does not depend on the setting: a
+ * wrapper reads it when it runs, so a plan cached before the setting
+ * changed follows the new value, and a key the setting does not list
+ * costs the builtin plus one look-up.  In a database without the wrappers
+ * (zklock not installed there, or not updated to 1.3) the calls are left
+ * alone.
  *
  * A listed key is taken in PostgreSQL first, with the builtin itself (its
  * queue, lock_timeout, cancel, deadlock detection, pg_locks), then in

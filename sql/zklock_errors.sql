@@ -151,3 +151,25 @@ SELECT * FROM zk_stat_locks;
 SELECT sessions_opened FROM zk_stat_sessions;
 SELECT zk_stat_reset();
 \set VERBOSITY terse
+
+-- zklock.fleet_advisory_keys: a value that is not a key list is refused
+-- when it is set, with the form in a hint
+LOAD 'zklock';
+\set VERBOSITY default
+SET zklock.fleet_advisory_keys = 'abc';
+\echo :LAST_ERROR_SQLSTATE
+SET zklock.fleet_advisory_keys = '9223372036854775808';
+\echo :LAST_ERROR_SQLSTATE
+SET zklock.fleet_advisory_keys = '1:2:3';
+\echo :LAST_ERROR_SQLSTATE
+SET zklock.fleet_advisory_keys = '2147483648:1';
+SET zklock.fleet_advisory_keys = '42,,43';
+SET zklock.fleet_advisory_keys = '4 2';
+SHOW zklock.fleet_advisory_keys;
+-- what it accepts
+SET zklock.fleet_advisory_keys = ' 75474063 , -9223372036854775808, 7:-42 ';
+SHOW zklock.fleet_advisory_keys;
+SET zklock.fleet_advisory_keys = '*';
+SET zklock.fleet_advisory_keys = '';
+RESET zklock.fleet_advisory_keys;
+\set VERBOSITY terse

@@ -142,3 +142,135 @@ SELECT zk_unlock_all();
 RESET ROLE;
 DROP OWNED BY regress_batch_jobs;
 DROP ROLE regress_batch_jobs;
+
+-- zklock.fleet_advisory_keys: PostgreSQL's own pg_advisory_* functions on
+-- a listed key take zklock's lock of that key too, the lock zk_lock(key)
+-- takes, with PostgreSQL's results, counting and scopes; other keys stay
+-- local.  zklock is loaded here by LOAD (a deployer's backend loads it by
+-- shared_preload_libraries or session_preload_libraries).
+LOAD 'zklock';
+SET zklock.fleet_advisory_keys = '42, 1:2';
+SELECT pg_advisory_lock(42), pg_advisory_lock(42), pg_advisory_lock(1, 2);
+SELECT name, mode, scope, holds FROM zk_locks ORDER BY name;
+SELECT mode, holds, pid = pg_backend_pid() AS own_pid FROM zk_lock_queue(42);
+SELECT mode, holds FROM zk_lock_queue(1, 2);
+-- pg_locks still shows PostgreSQL's own advisory locks
+SELECT classid, objid, objsubid, mode, granted FROM pg_locks
+ WHERE locktype = 'advisory' AND pid = pg_backend_pid() ORDER BY objsubid;
+SELECT pg_advisory_unlock(42), pg_advisory_unlock(1, 2);
+SELECT name, holds FROM zk_locks;
+SELECT pg_advisory_unlock(42);
+SELECT pg_advisory_unlock(42);
+SELECT count(*) FROM zk_locks;
+SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+-- a key the setting does not list stays local; (int, int) 0:42 is not 42
+SELECT pg_advisory_lock(43), pg_advisory_lock(0, 42), pg_try_advisory_lock(1, 3);
+SELECT count(*) FROM zk_locks;
+SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+SELECT pg_advisory_unlock_all();
+-- every form on a listed key, shared and exclusive, session and transaction
+SELECT pg_advisory_lock_shared(42), pg_try_advisory_lock(1, 2),
+       pg_try_advisory_lock_shared(42), pg_advisory_lock_shared(1, 2);
+SELECT name, mode, scope, holds FROM zk_locks ORDER BY name, mode;
+SELECT mode, holds FROM zk_lock_queue(42);
+SELECT pg_advisory_unlock_shared(42), pg_advisory_unlock_shared(42),
+       pg_advisory_unlock(1, 2), pg_advisory_unlock_shared(1, 2);
+SELECT count(*) FROM zk_locks;
+BEGIN;
+SELECT pg_advisory_xact_lock(42), pg_advisory_xact_lock_shared(1, 2),
+       pg_try_advisory_xact_lock(1, 2), pg_try_advisory_xact_lock_shared(42);
+SELECT name, mode, scope, holds FROM zk_locks ORDER BY name, mode;
+SELECT mode FROM zk_lock_queue(42) ORDER BY mode;
+COMMIT;
+SELECT count(*) FROM zk_locks;
+SELECT count(*) FROM zk_lock_queue(42);
+BEGIN;
+SELECT pg_advisory_xact_lock_shared(42), pg_advisory_xact_lock(1, 2),
+       pg_try_advisory_xact_lock(42), pg_try_advisory_xact_lock_shared(1, 2);
+SELECT name, mode, scope FROM zk_locks ORDER BY name, mode;
+ROLLBACK;
+SELECT count(*) FROM zk_locks;
+-- pg_advisory_unlock_all releases the routed session holds, and only those
+SELECT pg_advisory_lock(42), pg_advisory_lock(42), pg_advisory_lock_shared(1, 2),
+       zk_lock('not-routed') > 0;
+SELECT pg_advisory_unlock_all();
+SELECT name, holds FROM zk_locks;
+SELECT zk_unlock('not-routed');
+-- NULL keys give NULL, as PostgreSQL's do
+SELECT pg_advisory_lock(NULL::bigint) IS NULL, pg_try_advisory_lock(NULL, 2) IS NULL,
+       pg_advisory_unlock(NULL::bigint) IS NULL;
+-- however the call is written: qualified, under a tool's search_path, in a
+-- prepared statement, PL/pgSQL, an SQL function or a view
+SET search_path = 'sqitch';
+SELECT pg_catalog.pg_try_advisory_lock(42), pg_try_advisory_lock(42);
+RESET search_path;
+SELECT name, holds FROM zk_locks;
+SELECT pg_advisory_unlock_all();
+PREPARE adv(bigint) AS SELECT pg_try_advisory_lock($1);
+EXECUTE adv(42);
+SELECT name, holds FROM zk_locks;
+DO $$
+DECLARE
+  got boolean;
+BEGIN
+  PERFORM pg_advisory_unlock(42);
+  got := pg_try_advisory_lock(42);    -- an assignment: a simple expression
+  IF got AND (SELECT holds FROM zk_locks WHERE name = 'key:42') = 1
+     AND pg_advisory_unlock(42) THEN
+    PERFORM pg_advisory_lock_shared(42);
+  END IF;
+END $$;
+SELECT name, mode, holds FROM zk_locks;
+CREATE FUNCTION regress_adv_unlock(k bigint) RETURNS boolean
+  LANGUAGE sql AS 'SELECT 1; SELECT pg_advisory_unlock_shared(k)';
+CREATE VIEW regress_adv_view AS SELECT pg_try_advisory_lock(1, 2) AS got;
+SELECT regress_adv_unlock(42), got FROM regress_adv_view;
+SELECT name, mode, holds FROM zk_locks;
+SELECT pg_advisory_unlock(1, 2);
+-- a one-SELECT SQL function, which the planner inlines into the query,
+-- and one with a SQL-standard body, inlined too
+CREATE FUNCTION regress_adv_inlined(k bigint) RETURNS boolean
+  LANGUAGE sql AS 'SELECT pg_try_advisory_lock(k)';
+CREATE FUNCTION regress_adv_atomic(k bigint) RETURNS boolean
+  LANGUAGE sql RETURN pg_advisory_unlock(k);
+EXPLAIN (VERBOSE, COSTS OFF) SELECT regress_adv_inlined(42);
+SELECT regress_adv_inlined(42) FROM generate_series(1, 2);
+SELECT name, holds FROM zk_locks;
+SELECT regress_adv_atomic(42), regress_adv_atomic(42);
+SELECT count(*) FROM zk_locks;
+DROP FUNCTION regress_adv_inlined(bigint);
+DROP FUNCTION regress_adv_atomic(bigint);
+-- the plan decides nothing: one cached before the setting changed follows it
+EXECUTE adv(44);
+SELECT count(*) FROM zk_locks;
+SELECT pg_advisory_unlock(44);
+SET zklock.fleet_advisory_keys = '44';
+EXECUTE adv(44);
+SELECT name, holds FROM zk_locks;
+-- a routed hold is released by unlock even once the setting no longer lists it
+RESET zklock.fleet_advisory_keys;
+SELECT pg_advisory_unlock(44);
+SELECT count(*) FROM zk_locks;
+-- what a call becomes
+EXPLAIN (VERBOSE, COSTS OFF) SELECT pg_advisory_lock(42);
+-- '*' lists every key
+SET zklock.fleet_advisory_keys = '*';
+SELECT pg_try_advisory_lock(-5), pg_try_advisory_lock(2147483647, -2147483648);
+SELECT name FROM zk_locks ORDER BY name;
+-- DISCARD ALL releases both halves
+DISCARD ALL;
+SELECT count(*) FROM zk_locks;
+SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+SET zklock.fleet_advisory_keys = '*';
+SELECT pg_advisory_unlock(-5);
+-- only a superuser sets it (ALTER ROLE ... SET for a deployer's role)
+CREATE ROLE regress_deployer;
+SET ROLE regress_deployer;
+SET zklock.fleet_advisory_keys = '42';
+\echo :LAST_ERROR_SQLSTATE
+SELECT pg_try_advisory_lock(42), pg_advisory_unlock(42);
+RESET ROLE;
+DROP FUNCTION regress_adv_unlock(bigint);
+DROP VIEW regress_adv_view;
+DROP ROLE regress_deployer;
+RESET zklock.fleet_advisory_keys;

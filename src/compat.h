@@ -20,6 +20,7 @@
 #include "fmgr.h"
 #include "storage/latch.h"
 #include "utils/datetime.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
@@ -127,6 +128,31 @@ zkl_compat_b64_encode(const uint8 *src, int len, char *dst, int dstlen)
 	return pg_b64_encode(src, len, dst, dstlen);
 #else
 	return pg_b64_encode((const char *) src, len, dst, dstlen);
+#endif
+}
+
+/*
+ * A setting's extra (the parsed value a check hook hands its assign hook):
+ * from 16 on the GUC machinery allocates and frees it in its own memory
+ * context (guc_malloc, guc_free); 15 frees it with free().
+ */
+static inline void *
+zkl_compat_guc_malloc(size_t size)
+{
+#if PG_VERSION_NUM >= 160000
+	return guc_malloc(LOG, size);
+#else
+	return malloc(size);
+#endif
+}
+
+static inline void
+zkl_compat_guc_free(void *p)
+{
+#if PG_VERSION_NUM >= 160000
+	guc_free(p);
+#else
+	free(p);
 #endif
 }
 

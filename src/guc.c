@@ -14,14 +14,24 @@
  * The next session opened uses them, and session_tls.c reads the files
  * then.
  *
+ * zklock.fleet_advisory_keys is superuser-only, as zklock's acquiring
+ * functions are not for PUBLIC: it lets pg_advisory_* calls on the keys it
+ * lists take locks every cluster of the fleet sees (sql_advisory.c).  Its
+ * check hook parses the list once; the calls read the parsed form.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "compat.h"
 #include "guc.h"
 #include "hosts.h"
 #include "names.h"
@@ -32,6 +42,7 @@ int			zkl_session_timeout = 30000;
 int			zkl_connect_timeout = 10000;
 int			zkl_on_lock_loss = ZKL_LOSS_ERROR;
 char	   *zkl_auth = NULL;
+char	   *zkl_fleet_advisory_keys = NULL;
 bool		zkl_guc_preloaded = false;
 int			zkl_node_naming = ZKL_NAMING_MUTEX;
 bool		zkl_synchronous_release = true;
@@ -181,6 +192,153 @@ guc_check_hosts(char **newval, void **extra, GucSource source)
 }
 
 /*
+ * zklock.fleet_advisory_keys parsed: every key, or the listed ones.  A
+ * key of two integers (k1:k2) is kept as k1 in the high half and k2 in
+ * the low half, flagged pair: pg_advisory_lock(bigint) and
+ * pg_advisory_lock(int, int) are different locks, as in PostgreSQL.
+ */
+typedef struct GucFleetKey
+{
+	bool		pair;
+	int64		key;
+} GucFleetKey;
+
+typedef struct GucFleetKeys
+{
+	bool		all;
+	int			n;
+	GucFleetKey keys[FLEXIBLE_ARRAY_MEMBER];
+} GucFleetKeys;
+
+static GucFleetKeys *guc_fleet_keys = NULL;
+
+/* A whole signed decimal number within [min, max], else false. */
+static bool
+guc_parse_int(const char *s, int64 min, int64 max, int64 *out)
+{
+	char	   *end;
+	long long	v;
+
+	if (*s == '\0' || isspace((unsigned char) *s))
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return false;
+	*out = (int64) v;
+	return true;
+}
+
+/* One entry of the list, blanks trimmed: k, or k1:k2. */
+static bool
+guc_parse_fleet_key(char *entry, GucFleetKey *key)
+{
+	char	   *colon = strchr(entry, ':');
+	int64		k1;
+	int64		k2;
+	bool		ok;
+
+	if (colon == NULL)
+	{
+		key->pair = false;
+		return guc_parse_int(entry, PG_INT64_MIN, PG_INT64_MAX, &key->key);
+	}
+	*colon = '\0';
+	ok = guc_parse_int(entry, PG_INT32_MIN, PG_INT32_MAX, &k1) &&
+		guc_parse_int(colon + 1, PG_INT32_MIN, PG_INT32_MAX, &k2);
+	*colon = ':';
+	if (!ok)
+		return false;
+	key->pair = true;
+	key->key = (int64) (((uint64) (uint32) k1 << 32) | (uint32) k2);
+	return true;
+}
+
+/*
+ * zklock.fleet_advisory_keys: empty, "*", or keys separated by commas,
+ * each a bigint or two integers joined by a colon, blanks around them
+ * ignored.  The parsed list goes to the assign hook as extra, allocated
+ * as the GUC machinery of each major frees it.
+ */
+static bool
+guc_check_fleet_keys(char **newval, void **extra, GucSource source)
+{
+	const char *val = *newval ? *newval : "";
+	int			n = 1;
+	char	   *copy;
+	char	   *rest;
+	char	   *tok;
+	GucFleetKeys *keys;
+
+	(void) source;
+	for (const char *p = val; *p; p++)
+		n += *p == ',';
+	keys = zkl_compat_guc_malloc(offsetof(GucFleetKeys, keys) +
+								 n * sizeof(GucFleetKey));
+	copy = strdup(val);
+	if (keys == NULL || copy == NULL)
+	{
+		if (keys)
+			zkl_compat_guc_free(keys);
+		free(copy);
+		GUC_check_errcode(ERRCODE_OUT_OF_MEMORY);
+		GUC_check_errmsg("out of memory");
+		return false;
+	}
+	keys->all = false;
+	keys->n = 0;
+	rest = copy;
+	while (strspn(val, " \t") != strlen(val) &&
+		   (tok = strsep(&rest, ",")) != NULL)
+	{
+		char	   *end;
+
+		tok += strspn(tok, " \t");
+		end = tok + strlen(tok);
+		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (strcmp(tok, "*") == 0)
+			keys->all = true;
+		else if (!guc_parse_fleet_key(tok, &keys->keys[keys->n++]))
+		{
+			GUC_check_errdetail("\"%s\" is not an advisory lock key.", tok);
+			GUC_check_errhint("List bigint keys, or pairs of integer keys written k1:k2, separated by commas, as in '75474063, 7:42'; or '*' for every key.");
+			zkl_compat_guc_free(keys);
+			free(copy);
+			return false;
+		}
+	}
+	free(copy);
+	*extra = keys;
+	return true;
+}
+
+static void
+guc_assign_fleet_keys(const char *newval, void *extra)
+{
+	(void) newval;
+	guc_fleet_keys = extra;
+}
+
+/*
+ * Whether a pg_advisory_* key is fleet-wide: pair is the (int, int) form,
+ * whose key holds k1 in its high half and k2 in its low half.
+ */
+bool
+zkl_guc_fleet_key(bool pair, int64 key)
+{
+	if (guc_fleet_keys == NULL)
+		return false;
+	if (guc_fleet_keys->all)
+		return true;
+	for (int i = 0; i < guc_fleet_keys->n; i++)
+		if (guc_fleet_keys->keys[i].pair == pair &&
+			guc_fleet_keys->keys[i].key == key)
+			return true;
+	return false;
+}
+
+/*
  * The settings, in the order PostgreSQL sorts them (by name).  Before 16,
  * PostgreSQL appends each new setting to a sorted array and sorts it again;
  * an append that keeps it sorted costs one pass instead of a sort.  That is
@@ -211,6 +369,14 @@ zkl_guc_define(void)
 							PGC_USERSET,
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.fleet_advisory_keys",
+							   "Advisory lock keys whose pg_advisory_* locks are taken fleet-wide, in ZooKeeper too.",
+							   "Bigint keys, or integer pairs written k1:k2, separated by commas; * for every key. A listed key's pg_advisory_* calls also take zklock's lock of that key.",
+							   &zkl_fleet_advisory_keys,
+							   "",
+							   PGC_SUSET,
+							   0,
+							   guc_check_fleet_keys, guc_assign_fleet_keys, NULL);
 	DefineCustomStringVariable("zklock.hosts",
 							   "ZooKeeper connect string (host:port,...[/chroot]).",
 							   "Used when a backend opens its ZooKeeper session.",

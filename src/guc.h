@@ -26,6 +26,7 @@ extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_on_lock_loss;
 extern char *zkl_auth;
+extern char *zkl_fleet_advisory_keys;
 extern bool zkl_guc_preloaded;
 extern int	zkl_node_naming;
 extern bool zkl_synchronous_release;
@@ -41,6 +42,7 @@ extern char *zkl_ssl_key_file;
 extern const char *zkl_guc_exclusive_infix(void);
 extern const char *zkl_guc_chroot(void);
 extern bool zkl_guc_use_auth(void);
+extern bool zkl_guc_fleet_key(bool pair, int64 key);
 extern void zkl_guc_define(void);
 
 #endif							/* ZKLOCK_GUC_H */

@@ -13,6 +13,9 @@
  * while this backend holds a lock, which could otherwise be neither seen
  * nor released.  Both hooks cost nothing for other statements.
  *
+ * The planner hook (sql_advisory.c) makes pg_advisory_* calls on the keys
+ * zklock.fleet_advisory_keys lists take zklock's lock of the key too.
+ *
  *-------------------------------------------------------------------------
  */
 #define ZKL_SQL_LAYER
@@ -29,6 +32,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "lockset.h"
+#include "sql_advisory.h"
 #include "stats.h"
 #include "tls_shared.h"
 
@@ -54,7 +58,10 @@ zkl_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 								params, queryEnv, dest, qc);
 	if (IsA(stmt, DiscardStmt) &&
 		((DiscardStmt *) stmt)->target == DISCARD_ALL)
+	{
 		zkl_lockset_release_all();
+		zkl_advisory_forget();
+	}
 }
 
 /* Refuse to drop the extension under this backend's own locks. */
@@ -90,4 +97,5 @@ _PG_init(void)
 	ProcessUtility_hook = zkl_utility;
 	zkl_prev_object_access = object_access_hook;
 	object_access_hook = zkl_object_access;
+	zkl_advisory_init();
 }

@@ -33,7 +33,10 @@
 #           iproute2 (ip) and util-linux (setpriv): the checker's network
 #           namespaces and partitions (test/perl/ZkNet.pm, test/net_user.sh),
 #           lintian and autopkgtest (the package's checks, test/check_deb.sh),
-#           pgxnclient and unzip (the PGXN distribution, test/check_dist.sh)
+#           pgxnclient and unzip (the PGXN distribution, test/check_dist.sh),
+#           sqitch, libdbd-pg-perl, ruby-activerecord and ruby-pg, and npm's
+#           node-pg-migrate (test/npm_tools.sh, after the packages): the
+#           migration tools 115_migration_tools deploys with
 #   bench:  what demo needs, and libpq-dev (the C clients), a JDK and
 #           Curator's jars, python3-kazoo, libzookeeper-mt-dev (the raw C
 #           client floor); bench/run.sh checks the same list
@@ -46,6 +49,7 @@ if [ "${1:-}" = --list ]; then
 fi
 [ $# -eq 0 ] && set -- build
 PACKAGES=""
+npm_tools=0
 for set in "$@"; do
 	case $set in
 	build) PACKAGES="$PACKAGES make gcc postgresql-server-dev-15 cmake libssl-dev \
@@ -57,7 +61,9 @@ libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
 default-jdk-headless pgbouncer postgresql-15-cron gdb strace \
 openssl libio-socket-ssl-perl prometheus-postgres-exporter iproute2 util-linux \
-lintian autopkgtest pgxnclient unzip" ;;
+lintian autopkgtest pgxnclient unzip \
+sqitch libdbd-pg-perl ruby-activerecord ruby-pg"
+		npm_tools=1 ;;
 	bench) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
 libpq-dev openjdk-17-jdk-headless libcurator-recipes-java \
 libcurator-framework-java libcurator-client-java libguava-java libslf4j-java \
@@ -80,7 +86,10 @@ for p in $PACKAGES; do
 		missing="$missing $p"
 	fi
 done
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+	[ "$npm_tools" -eq 0 ] || exec sh "$(dirname "$0")/npm_tools.sh"
+	exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "zklock: missing Debian packages:$missing" >&2
@@ -92,3 +101,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -q >/dev/null
 # shellcheck disable=SC2086
 apt-get install -y -q --no-install-recommends $missing >/dev/null
+[ "$npm_tools" -eq 0 ] || exec sh "$(dirname "$0")/npm_tools.sh"

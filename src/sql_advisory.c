@@ -9,7 +9,9 @@
  * The planner hook rewrites every call of a builtin pg_advisory_* function
  * (found by its fixed OID, whatever search_path says or how the call was
  * written) into a call of zklock's wrapper of the same signature
- * (zk_fleet_advisory_*, created by the 1.3 script).  Every query a backend
+ * (zk_fleet_advisory_*, created by the 1.3 script; only functions of the
+ * zklock extension that are this library's count, see adv_find_wrapper).
+ * Every query a backend
  * runs is planned first: statements, prepared statements, PL/pgSQL (SPI),
  * SQL functions, views and rules, after they are expanded.  The calls a
  * SQL function's body brings in when the planner inlines it are found
@@ -47,17 +49,17 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/transam.h"
-#include "catalog/namespace.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
-#include "nodes/value.h"
 #include "optimizer/planner.h"
-#include "parser/parse_func.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/fmgroids.h"
 #include "utils/inval.h"
@@ -89,12 +91,46 @@ typedef enum AdvArgs
 	ADV_NONE
 } AdvArgs;
 
+/*
+ * The C entry points, one per form, in adv_forms' order: (bigint) and
+ * (int, int) of each name, then unlock_all.  Each is the only function a
+ * wrapper of its form may call (adv_find_wrapper).
+ */
+static Datum adv_call(FunctionCallInfo fcinfo, int i);
+
+#define ADV_WRAPPER(fn, i) \
+PG_FUNCTION_INFO_V1(fn); \
+Datum fn(PG_FUNCTION_ARGS) { return adv_call(fcinfo, i); }
+
+ADV_WRAPPER(zk_fleet_advisory_lock_int8, 0)
+ADV_WRAPPER(zk_fleet_advisory_lock_int4, 1)
+ADV_WRAPPER(zk_fleet_advisory_lock_shared_int8, 2)
+ADV_WRAPPER(zk_fleet_advisory_lock_shared_int4, 3)
+ADV_WRAPPER(zk_fleet_advisory_xact_lock_int8, 4)
+ADV_WRAPPER(zk_fleet_advisory_xact_lock_int4, 5)
+ADV_WRAPPER(zk_fleet_advisory_xact_lock_shared_int8, 6)
+ADV_WRAPPER(zk_fleet_advisory_xact_lock_shared_int4, 7)
+ADV_WRAPPER(zk_fleet_try_advisory_lock_int8, 8)
+ADV_WRAPPER(zk_fleet_try_advisory_lock_int4, 9)
+ADV_WRAPPER(zk_fleet_try_advisory_lock_shared_int8, 10)
+ADV_WRAPPER(zk_fleet_try_advisory_lock_shared_int4, 11)
+ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_int8, 12)
+ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_int4, 13)
+ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_shared_int8, 14)
+ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_shared_int4, 15)
+ADV_WRAPPER(zk_fleet_advisory_unlock_int8, 16)
+ADV_WRAPPER(zk_fleet_advisory_unlock_int4, 17)
+ADV_WRAPPER(zk_fleet_advisory_unlock_shared_int8, 18)
+ADV_WRAPPER(zk_fleet_advisory_unlock_shared_int4, 19)
+ADV_WRAPPER(zk_fleet_advisory_unlock_all, 20)
+
 /* A builtin and the wrapper a call of it becomes. */
 typedef struct AdvForm
 {
 	Oid			builtin;
 	PGFunction	fn;
 	const char *wrapper;
+	PGFunction	wrapper_fn;
 	AdvArgs		args;
 	AdvOp		op;
 	bool		shared;
@@ -102,27 +138,27 @@ typedef struct AdvForm
 } AdvForm;
 
 static const AdvForm adv_forms[] = {
-	{F_PG_ADVISORY_LOCK_INT8, pg_advisory_lock_int8, "zk_fleet_advisory_lock", ADV_INT8, ADV_LOCK, false, false},
-	{F_PG_ADVISORY_LOCK_INT4_INT4, pg_advisory_lock_int4, "zk_fleet_advisory_lock", ADV_INT4_PAIR, ADV_LOCK, false, false},
-	{F_PG_ADVISORY_LOCK_SHARED_INT8, pg_advisory_lock_shared_int8, "zk_fleet_advisory_lock_shared", ADV_INT8, ADV_LOCK, true, false},
-	{F_PG_ADVISORY_LOCK_SHARED_INT4_INT4, pg_advisory_lock_shared_int4, "zk_fleet_advisory_lock_shared", ADV_INT4_PAIR, ADV_LOCK, true, false},
-	{F_PG_ADVISORY_XACT_LOCK_INT8, pg_advisory_xact_lock_int8, "zk_fleet_advisory_xact_lock", ADV_INT8, ADV_LOCK, false, true},
-	{F_PG_ADVISORY_XACT_LOCK_INT4_INT4, pg_advisory_xact_lock_int4, "zk_fleet_advisory_xact_lock", ADV_INT4_PAIR, ADV_LOCK, false, true},
-	{F_PG_ADVISORY_XACT_LOCK_SHARED_INT8, pg_advisory_xact_lock_shared_int8, "zk_fleet_advisory_xact_lock_shared", ADV_INT8, ADV_LOCK, true, true},
-	{F_PG_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_advisory_xact_lock_shared_int4, "zk_fleet_advisory_xact_lock_shared", ADV_INT4_PAIR, ADV_LOCK, true, true},
-	{F_PG_TRY_ADVISORY_LOCK_INT8, pg_try_advisory_lock_int8, "zk_fleet_try_advisory_lock", ADV_INT8, ADV_TRY, false, false},
-	{F_PG_TRY_ADVISORY_LOCK_INT4_INT4, pg_try_advisory_lock_int4, "zk_fleet_try_advisory_lock", ADV_INT4_PAIR, ADV_TRY, false, false},
-	{F_PG_TRY_ADVISORY_LOCK_SHARED_INT8, pg_try_advisory_lock_shared_int8, "zk_fleet_try_advisory_lock_shared", ADV_INT8, ADV_TRY, true, false},
-	{F_PG_TRY_ADVISORY_LOCK_SHARED_INT4_INT4, pg_try_advisory_lock_shared_int4, "zk_fleet_try_advisory_lock_shared", ADV_INT4_PAIR, ADV_TRY, true, false},
-	{F_PG_TRY_ADVISORY_XACT_LOCK_INT8, pg_try_advisory_xact_lock_int8, "zk_fleet_try_advisory_xact_lock", ADV_INT8, ADV_TRY, false, true},
-	{F_PG_TRY_ADVISORY_XACT_LOCK_INT4_INT4, pg_try_advisory_xact_lock_int4, "zk_fleet_try_advisory_xact_lock", ADV_INT4_PAIR, ADV_TRY, false, true},
-	{F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT8, pg_try_advisory_xact_lock_shared_int8, "zk_fleet_try_advisory_xact_lock_shared", ADV_INT8, ADV_TRY, true, true},
-	{F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_try_advisory_xact_lock_shared_int4, "zk_fleet_try_advisory_xact_lock_shared", ADV_INT4_PAIR, ADV_TRY, true, true},
-	{F_PG_ADVISORY_UNLOCK_INT8, pg_advisory_unlock_int8, "zk_fleet_advisory_unlock", ADV_INT8, ADV_UNLOCK, false, false},
-	{F_PG_ADVISORY_UNLOCK_INT4_INT4, pg_advisory_unlock_int4, "zk_fleet_advisory_unlock", ADV_INT4_PAIR, ADV_UNLOCK, false, false},
-	{F_PG_ADVISORY_UNLOCK_SHARED_INT8, pg_advisory_unlock_shared_int8, "zk_fleet_advisory_unlock_shared", ADV_INT8, ADV_UNLOCK, true, false},
-	{F_PG_ADVISORY_UNLOCK_SHARED_INT4_INT4, pg_advisory_unlock_shared_int4, "zk_fleet_advisory_unlock_shared", ADV_INT4_PAIR, ADV_UNLOCK, true, false},
-	{F_PG_ADVISORY_UNLOCK_ALL, pg_advisory_unlock_all, "zk_fleet_advisory_unlock_all", ADV_NONE, ADV_UNLOCK_ALL, false, false},
+	{F_PG_ADVISORY_LOCK_INT8, pg_advisory_lock_int8, "zk_fleet_advisory_lock", zk_fleet_advisory_lock_int8, ADV_INT8, ADV_LOCK, false, false},
+	{F_PG_ADVISORY_LOCK_INT4_INT4, pg_advisory_lock_int4, "zk_fleet_advisory_lock", zk_fleet_advisory_lock_int4, ADV_INT4_PAIR, ADV_LOCK, false, false},
+	{F_PG_ADVISORY_LOCK_SHARED_INT8, pg_advisory_lock_shared_int8, "zk_fleet_advisory_lock_shared", zk_fleet_advisory_lock_shared_int8, ADV_INT8, ADV_LOCK, true, false},
+	{F_PG_ADVISORY_LOCK_SHARED_INT4_INT4, pg_advisory_lock_shared_int4, "zk_fleet_advisory_lock_shared", zk_fleet_advisory_lock_shared_int4, ADV_INT4_PAIR, ADV_LOCK, true, false},
+	{F_PG_ADVISORY_XACT_LOCK_INT8, pg_advisory_xact_lock_int8, "zk_fleet_advisory_xact_lock", zk_fleet_advisory_xact_lock_int8, ADV_INT8, ADV_LOCK, false, true},
+	{F_PG_ADVISORY_XACT_LOCK_INT4_INT4, pg_advisory_xact_lock_int4, "zk_fleet_advisory_xact_lock", zk_fleet_advisory_xact_lock_int4, ADV_INT4_PAIR, ADV_LOCK, false, true},
+	{F_PG_ADVISORY_XACT_LOCK_SHARED_INT8, pg_advisory_xact_lock_shared_int8, "zk_fleet_advisory_xact_lock_shared", zk_fleet_advisory_xact_lock_shared_int8, ADV_INT8, ADV_LOCK, true, true},
+	{F_PG_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_advisory_xact_lock_shared_int4, "zk_fleet_advisory_xact_lock_shared", zk_fleet_advisory_xact_lock_shared_int4, ADV_INT4_PAIR, ADV_LOCK, true, true},
+	{F_PG_TRY_ADVISORY_LOCK_INT8, pg_try_advisory_lock_int8, "zk_fleet_try_advisory_lock", zk_fleet_try_advisory_lock_int8, ADV_INT8, ADV_TRY, false, false},
+	{F_PG_TRY_ADVISORY_LOCK_INT4_INT4, pg_try_advisory_lock_int4, "zk_fleet_try_advisory_lock", zk_fleet_try_advisory_lock_int4, ADV_INT4_PAIR, ADV_TRY, false, false},
+	{F_PG_TRY_ADVISORY_LOCK_SHARED_INT8, pg_try_advisory_lock_shared_int8, "zk_fleet_try_advisory_lock_shared", zk_fleet_try_advisory_lock_shared_int8, ADV_INT8, ADV_TRY, true, false},
+	{F_PG_TRY_ADVISORY_LOCK_SHARED_INT4_INT4, pg_try_advisory_lock_shared_int4, "zk_fleet_try_advisory_lock_shared", zk_fleet_try_advisory_lock_shared_int4, ADV_INT4_PAIR, ADV_TRY, true, false},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_INT8, pg_try_advisory_xact_lock_int8, "zk_fleet_try_advisory_xact_lock", zk_fleet_try_advisory_xact_lock_int8, ADV_INT8, ADV_TRY, false, true},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_INT4_INT4, pg_try_advisory_xact_lock_int4, "zk_fleet_try_advisory_xact_lock", zk_fleet_try_advisory_xact_lock_int4, ADV_INT4_PAIR, ADV_TRY, false, true},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT8, pg_try_advisory_xact_lock_shared_int8, "zk_fleet_try_advisory_xact_lock_shared", zk_fleet_try_advisory_xact_lock_shared_int8, ADV_INT8, ADV_TRY, true, true},
+	{F_PG_TRY_ADVISORY_XACT_LOCK_SHARED_INT4_INT4, pg_try_advisory_xact_lock_shared_int4, "zk_fleet_try_advisory_xact_lock_shared", zk_fleet_try_advisory_xact_lock_shared_int4, ADV_INT4_PAIR, ADV_TRY, true, true},
+	{F_PG_ADVISORY_UNLOCK_INT8, pg_advisory_unlock_int8, "zk_fleet_advisory_unlock", zk_fleet_advisory_unlock_int8, ADV_INT8, ADV_UNLOCK, false, false},
+	{F_PG_ADVISORY_UNLOCK_INT4_INT4, pg_advisory_unlock_int4, "zk_fleet_advisory_unlock", zk_fleet_advisory_unlock_int4, ADV_INT4_PAIR, ADV_UNLOCK, false, false},
+	{F_PG_ADVISORY_UNLOCK_SHARED_INT8, pg_advisory_unlock_shared_int8, "zk_fleet_advisory_unlock_shared", zk_fleet_advisory_unlock_shared_int8, ADV_INT8, ADV_UNLOCK, true, false},
+	{F_PG_ADVISORY_UNLOCK_SHARED_INT4_INT4, pg_advisory_unlock_shared_int4, "zk_fleet_advisory_unlock_shared", zk_fleet_advisory_unlock_shared_int4, ADV_INT4_PAIR, ADV_UNLOCK, true, false},
+	{F_PG_ADVISORY_UNLOCK_ALL, pg_advisory_unlock_all, "zk_fleet_advisory_unlock_all", zk_fleet_advisory_unlock_all, ADV_NONE, ADV_UNLOCK_ALL, false, false},
 };
 
 #define ADV_NFORMS lengthof(adv_forms)
@@ -177,17 +213,18 @@ adv_proc_changed(Datum arg, int cacheid, uint32 hashvalue)
 }
 
 /*
- * The schema zklock is installed in, read from pg_extension (15 does not
- * export get_extension_schema); InvalidOid when it is not installed.
+ * zklock's pg_extension row: its OID and schema; InvalidOid when it is not
+ * installed in this database (15 exports neither get_extension_oid's
+ * missing_ok form for a schema nor get_extension_schema).
  */
 static Oid
-adv_extension_schema(void)
+adv_extension(Oid *schema)
 {
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tuple;
-	Oid			schema = InvalidOid;
+	Oid			ext = InvalidOid;
 
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber,
@@ -195,22 +232,65 @@ adv_extension_schema(void)
 	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
 	tuple = systable_getnext(scan);
 	if (HeapTupleIsValid(tuple))
-		schema = ((Form_pg_extension) GETSTRUCT(tuple))->extnamespace;
+	{
+		Form_pg_extension form = (Form_pg_extension) GETSTRUCT(tuple);
+
+		ext = form->oid;
+		*schema = form->extnamespace;
+	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	return schema;
+	return ext;
 }
 
 /*
- * Find the wrappers in zklock's schema, by name and argument types (never
- * through search_path).  Absent when zklock is not installed in this
+ * The wrapper of form i in zklock's schema, or InvalidOid.  Found by the
+ * pg_proc key itself (name, argument types, schema): never through
+ * search_path, and with no privilege check, since a role without USAGE on
+ * zklock's schema runs the wrappers as it runs the builtins (EXECUTE is
+ * all a call needs).  Only a member of the zklock extension whose entry
+ * point is this library's function of the form counts: a function another role created
+ * with the same name and signature (zklock older than 1.3, in a schema
+ * where that role may create) would otherwise run in every caller's
+ * pg_advisory_* calls, superusers' included.
+ */
+static Oid
+adv_find_wrapper(int i, Oid ext, Oid nsp)
+{
+	Oid			argtypes[2];
+	int			nargs = 0;
+	Oid			oid;
+	FmgrInfo	finfo;
+
+	if (adv_forms[i].args == ADV_INT8)
+		argtypes[nargs++] = INT8OID;
+	else if (adv_forms[i].args == ADV_INT4_PAIR)
+	{
+		argtypes[nargs++] = INT4OID;
+		argtypes[nargs++] = INT4OID;
+	}
+	oid = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+						  CStringGetDatum(adv_forms[i].wrapper),
+						  PointerGetDatum(buildoidvector(argtypes, nargs)),
+						  ObjectIdGetDatum(nsp));
+	if (!OidIsValid(oid) ||
+		getExtensionOfObject(ProcedureRelationId, oid) != ext)
+		return InvalidOid;
+	fmgr_info(oid, &finfo);
+	if (finfo.fn_addr != adv_forms[i].wrapper_fn)
+		return InvalidOid;
+	return oid;
+}
+
+/*
+ * Find zklock's wrappers.  Absent when zklock is not installed in this
  * database or is older than 1.3.
  */
 static void
 adv_lookup_wrappers(void)
 {
-	Oid			nsp;
-	char	   *schema;
+	Oid			ext;
+	Oid			nsp = InvalidOid;
 
 	if (!adv_callback_registered)
 	{
@@ -218,26 +298,12 @@ adv_lookup_wrappers(void)
 		adv_callback_registered = true;
 	}
 	adv_state = ADV_ABSENT;
-	nsp = adv_extension_schema();
-	schema = OidIsValid(nsp) ? get_namespace_name(nsp) : NULL;
-	if (schema == NULL)
+	ext = adv_extension(&nsp);
+	if (!OidIsValid(ext))
 		return;
 	for (int i = 0; i < (int) ADV_NFORMS; i++)
 	{
-		Oid			argtypes[2];
-		int			nargs = 0;
-
-		if (adv_forms[i].args == ADV_INT8)
-			argtypes[nargs++] = INT8OID;
-		else if (adv_forms[i].args == ADV_INT4_PAIR)
-		{
-			argtypes[nargs++] = INT4OID;
-			argtypes[nargs++] = INT4OID;
-		}
-		adv_wrapper_oids[i] =
-			LookupFuncName(list_make2(makeString(schema),
-									  makeString(pstrdup(adv_forms[i].wrapper))),
-						   nargs, argtypes, true);
+		adv_wrapper_oids[i] = adv_find_wrapper(i, ext, nsp);
 		if (!OidIsValid(adv_wrapper_oids[i]))
 			return;
 	}
@@ -503,33 +569,3 @@ adv_call(FunctionCallInfo fcinfo, int i)
 		return form->fn(fcinfo);
 	return adv_acquire(fcinfo, form, pair, key);
 }
-
-/*
- * The C entry points, one per form, in adv_forms' order: (bigint) and
- * (int, int) of each name, then unlock_all.
- */
-#define ADV_WRAPPER(fn, i) \
-PG_FUNCTION_INFO_V1(fn); \
-Datum fn(PG_FUNCTION_ARGS) { return adv_call(fcinfo, i); }
-
-ADV_WRAPPER(zk_fleet_advisory_lock_int8, 0)
-ADV_WRAPPER(zk_fleet_advisory_lock_int4, 1)
-ADV_WRAPPER(zk_fleet_advisory_lock_shared_int8, 2)
-ADV_WRAPPER(zk_fleet_advisory_lock_shared_int4, 3)
-ADV_WRAPPER(zk_fleet_advisory_xact_lock_int8, 4)
-ADV_WRAPPER(zk_fleet_advisory_xact_lock_int4, 5)
-ADV_WRAPPER(zk_fleet_advisory_xact_lock_shared_int8, 6)
-ADV_WRAPPER(zk_fleet_advisory_xact_lock_shared_int4, 7)
-ADV_WRAPPER(zk_fleet_try_advisory_lock_int8, 8)
-ADV_WRAPPER(zk_fleet_try_advisory_lock_int4, 9)
-ADV_WRAPPER(zk_fleet_try_advisory_lock_shared_int8, 10)
-ADV_WRAPPER(zk_fleet_try_advisory_lock_shared_int4, 11)
-ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_int8, 12)
-ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_int4, 13)
-ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_shared_int8, 14)
-ADV_WRAPPER(zk_fleet_try_advisory_xact_lock_shared_int4, 15)
-ADV_WRAPPER(zk_fleet_advisory_unlock_int8, 16)
-ADV_WRAPPER(zk_fleet_advisory_unlock_int4, 17)
-ADV_WRAPPER(zk_fleet_advisory_unlock_shared_int8, 18)
-ADV_WRAPPER(zk_fleet_advisory_unlock_shared_int4, 19)
-ADV_WRAPPER(zk_fleet_advisory_unlock_all, 20)

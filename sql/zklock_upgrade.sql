@@ -129,6 +129,26 @@ DROP OWNED BY regress_impostor;
 REVOKE CREATE ON SCHEMA public FROM regress_impostor;
 DROP ROLE regress_impostor;
 
+-- A statement prepared before the wrappers exist is routed once they do:
+-- after CREATE EXTENSION, and after ALTER EXTENSION UPDATE from 1.2.
+SET zklock.fleet_advisory_keys = '48';
+PREPARE adv_before AS SELECT pg_try_advisory_lock(48);
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+ALTER EXTENSION zklock UPDATE;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+EXECUTE adv_before;
+SELECT name FROM zk_locks;
+SELECT pg_advisory_unlock(48);
+DROP EXTENSION zklock;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+CREATE EXTENSION zklock;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+EXECUTE adv_before;
+SELECT name FROM zk_locks;
+SELECT pg_advisory_unlock(48);
+DEALLOCATE adv_before;
+SELECT count(*) FROM zk_locks;
+
 -- zklock in a schema of its own: a role without USAGE on it still calls
 -- pg_advisory_* (running a wrapper needs EXECUTE only): an unlisted key
 -- stays local, a listed one is routed.

@@ -21,7 +21,8 @@
  * changed follows the new value, and a key the setting does not list
  * costs the builtin plus one look-up.  In a database without the wrappers
  * (zklock not installed there, or not updated to 1.3) the calls are left
- * alone.
+ * alone, and the queries are not walked; plans made then are made again
+ * once the wrappers arrive (adv_proc_changed).
  *
  * A listed key is taken in PostgreSQL first, with the builtin itself (its
  * queue, lock_timeout, cancel, deadlock detection, pg_locks), then in
@@ -65,6 +66,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -173,6 +175,7 @@ typedef enum AdvWrappers
 
 static AdvWrappers adv_state = ADV_UNKNOWN;
 static Oid	adv_wrapper_oids[ADV_NFORMS];
+static uint64 adv_proc_changes = 0;
 static bool adv_callback_registered = false;
 static planner_hook_type adv_prev_planner = NULL;
 static create_upper_paths_hook_type adv_prev_upper_paths = NULL;
@@ -202,14 +205,26 @@ adv_form_of(Oid funcid)
 	return -1;
 }
 
-/* Any change to pg_proc (CREATE, ALTER or DROP EXTENSION) looks again. */
+/*
+ * Any change to pg_proc (CREATE, ALTER or DROP EXTENSION among them) looks
+ * again at the next planning.  A plan made while the wrappers were absent
+ * calls the builtins, which are pinned: nothing it depends on changes when
+ * the wrappers arrive, so every cached plan of the backend is made again
+ * at its next use (a prepared statement, a PL/pgSQL plan of a long-lived
+ * pooled session), as PostgreSQL does on a change to pg_namespace.  Only
+ * a backend that planned without the wrappers pays, once per change; plans
+ * that call the wrappers depend on them and are remade when they go.
+ */
 static void
 adv_proc_changed(Datum arg, int cacheid, uint32 hashvalue)
 {
 	(void) arg;
 	(void) cacheid;
 	(void) hashvalue;
+	if (adv_state == ADV_ABSENT)
+		ResetPlanCache();
 	adv_state = ADV_UNKNOWN;
+	adv_proc_changes++;
 }
 
 /*
@@ -282,38 +297,52 @@ adv_find_wrapper(int i, Oid ext, Oid nsp)
 	return oid;
 }
 
+/* Whether zklock's wrappers are all in this database (1.3 or later). */
+static bool
+adv_find_wrappers(void)
+{
+	Oid			ext;
+	Oid			nsp = InvalidOid;
+
+	ext = adv_extension(&nsp);
+	if (!OidIsValid(ext))
+		return false;
+	for (int i = 0; i < (int) ADV_NFORMS; i++)
+	{
+		adv_wrapper_oids[i] = adv_find_wrapper(i, ext, nsp);
+		if (!OidIsValid(adv_wrapper_oids[i]))
+			return false;
+	}
+	return true;
+}
+
 /*
- * Find zklock's wrappers.  Absent when zklock is not installed in this
- * database or is older than 1.3.
+ * Settle adv_state.  The catalogs' locks taken by the look-up let
+ * invalidations in; one of pg_proc during it means the answer may be
+ * stale, so it looks again.
  */
 static void
 adv_lookup_wrappers(void)
 {
-	Oid			ext;
-	Oid			nsp = InvalidOid;
+	uint64		changes;
+	bool		present;
 
 	if (!adv_callback_registered)
 	{
 		CacheRegisterSyscacheCallback(PROCOID, adv_proc_changed, (Datum) 0);
 		adv_callback_registered = true;
 	}
-	adv_state = ADV_ABSENT;
-	ext = adv_extension(&nsp);
-	if (!OidIsValid(ext))
-		return;
-	for (int i = 0; i < (int) ADV_NFORMS; i++)
+	do
 	{
-		adv_wrapper_oids[i] = adv_find_wrapper(i, ext, nsp);
-		if (!OidIsValid(adv_wrapper_oids[i]))
-			return;
-	}
-	adv_state = ADV_PRESENT;
+		changes = adv_proc_changes;
+		present = adv_find_wrappers();
+	} while (changes != adv_proc_changes);
+	adv_state = present ? ADV_PRESENT : ADV_ABSENT;
 }
 
 /*
  * Every call of a builtin pg_advisory_* function in the tree becomes a
- * call of its wrapper.  The wrappers are looked up at the first such
- * call; without them the walk stops and the tree is left as it is.
+ * call of its wrapper; the wrappers are present.
  */
 static bool
 adv_rewrite_walker(Node *node, void *context)
@@ -327,24 +356,33 @@ adv_rewrite_walker(Node *node, void *context)
 		int			i = adv_form_of(f->funcid);
 
 		if (i >= 0)
-		{
-			if (adv_state == ADV_UNKNOWN)
-				adv_lookup_wrappers();
-			if (adv_state != ADV_PRESENT)
-				return true;
 			f->funcid = adv_wrapper_oids[i];
-		}
 	}
 	if (IsA(node, Query))
 		return query_tree_walker((Query *) node, adv_rewrite_walker, context, 0);
 	return expression_tree_walker(node, adv_rewrite_walker, context);
 }
 
+/*
+ * Whether the wrappers are present, looked up at every planning after
+ * pg_proc changed (not only one that calls a builtin: a later one may
+ * remake a plan that does), else the state kept.
+ */
+static bool
+adv_wrappers_present(void)
+{
+	if (adv_state == ADV_UNKNOWN)
+		adv_lookup_wrappers();
+	return adv_state == ADV_PRESENT;
+}
+
+/* Without the wrappers a query is not walked at all. */
 static PlannedStmt *
 adv_planner(Query *parse, const char *query_string, int cursorOptions,
 			ParamListInfo boundParams)
 {
-	(void) query_tree_walker(parse, adv_rewrite_walker, NULL, 0);
+	if (adv_wrappers_present())
+		(void) query_tree_walker(parse, adv_rewrite_walker, NULL, 0);
 	if (adv_prev_planner)
 		return adv_prev_planner(parse, query_string, cursorOptions,
 								boundParams);
@@ -363,17 +401,22 @@ adv_upper_paths(PlannerInfo *root, UpperRelationKind stage,
 {
 	if (adv_prev_upper_paths)
 		adv_prev_upper_paths(root, stage, input_rel, output_rel, extra);
-	if (stage != UPPERREL_FINAL)
+	if (stage != UPPERREL_FINAL || !adv_wrappers_present())
 		return;
 	(void) query_tree_walker(root->parse, adv_rewrite_walker, NULL, 0);
 	(void) expression_tree_walker((Node *) root->processed_tlist,
 								  adv_rewrite_walker, NULL);
 }
 
-/* Installed by _PG_init, in front of any hooks loaded before. */
+/*
+ * Installed by _PG_init, in front of any hooks loaded before.  Plans the
+ * backend cached before zklock was loaded into it were not made through
+ * the hook: they are made again at their next use.
+ */
 void
 zkl_advisory_init(void)
 {
+	ResetPlanCache();
 	adv_prev_planner = planner_hook;
 	planner_hook = adv_planner;
 	adv_prev_upper_paths = create_upper_paths_hook;

@@ -423,28 +423,56 @@ zkl_advisory_init(void)
 	create_upper_paths_hook = adv_upper_paths;
 }
 
-/* The routed session holds of a key and mode; made when make is set. */
+/*
+ * The routed session holds of a key and mode, or NULL.  Only keys held
+ * have an entry: a linear scan of what the session holds now.
+ */
 static AdvHold *
-adv_hold(bool pair, int64 key, bool shared, bool make)
+adv_hold_find(bool pair, int64 key, bool shared)
 {
 	for (int i = 0; i < adv_nholds; i++)
 		if (adv_holds[i].pair == pair && adv_holds[i].key == key &&
 			adv_holds[i].shared == shared)
 			return &adv_holds[i];
-	if (!make)
-		return NULL;
-	if (adv_nholds == adv_maxholds)
+	return NULL;
+}
+
+/* Room for one more entry, made before a hold is taken so counting it cannot fail. */
+static void
+adv_hold_reserve(void)
+{
+	if (adv_nholds < adv_maxholds)
+		return;
+	adv_maxholds = adv_maxholds ? adv_maxholds * 2 : 8;
+	adv_holds = adv_holds ?
+		repalloc(adv_holds, sizeof(AdvHold) * adv_maxholds) :
+		MemoryContextAlloc(TopMemoryContext, sizeof(AdvHold) * adv_maxholds);
+}
+
+/* Count one routed session hold taken; adv_hold_reserve made room. */
+static void
+adv_hold_add(bool pair, int64 key, bool shared)
+{
+	AdvHold    *hold = adv_hold_find(pair, key, shared);
+
+	if (hold == NULL)
 	{
-		adv_maxholds = adv_maxholds ? adv_maxholds * 2 : 8;
-		adv_holds = adv_holds ?
-			repalloc(adv_holds, sizeof(AdvHold) * adv_maxholds) :
-			MemoryContextAlloc(TopMemoryContext, sizeof(AdvHold) * adv_maxholds);
+		Assert(adv_nholds < adv_maxholds);
+		hold = &adv_holds[adv_nholds++];
+		hold->pair = pair;
+		hold->shared = shared;
+		hold->key = key;
+		hold->count = 0;
 	}
-	adv_holds[adv_nholds].pair = pair;
-	adv_holds[adv_nholds].shared = shared;
-	adv_holds[adv_nholds].key = key;
-	adv_holds[adv_nholds].count = 0;
-	return &adv_holds[adv_nholds++];
+	hold->count++;
+}
+
+/* One routed session hold given back; the entry goes with its last. */
+static void
+adv_hold_remove(AdvHold *hold)
+{
+	if (--hold->count == 0)
+		*hold = adv_holds[--adv_nholds];
 }
 
 /* DISCARD ALL released both halves of every session hold. */
@@ -512,12 +540,13 @@ adv_acquire(FunctionCallInfo fcinfo, const AdvForm *form, bool pair,
 {
 	TimestampTz start = GetCurrentTimestamp();
 	ZklName		name = adv_name(pair, key);
-	AdvHold    *hold = form->xact ? NULL : adv_hold(pair, key, form->shared, true);
 	Datum		result;
 	int64		timeout;
 	int64		token;
 	volatile bool got = false;
 
+	if (!form->xact)
+		adv_hold_reserve();
 	result = form->fn(fcinfo);
 	if (form->op == ADV_TRY && !DatumGetBool(result))
 		return result;
@@ -544,42 +573,53 @@ adv_acquire(FunctionCallInfo fcinfo, const AdvForm *form, bool pair,
 				 errdetail("ZooKeeper lock \"%s\" was not granted within " INT64_FORMAT " ms.",
 						   name.display, timeout)));
 	}
-	if (hold)
-		hold->count++;
+	if (!form->xact)
+		adv_hold_add(pair, key, form->shared);
 	return result;
 }
 
-/* A routed key's release: ZooKeeper first, then the builtin. */
+/*
+ * A routed key's release: ZooKeeper first, then the builtin.  The builtin
+ * and the count follow even when the ZooKeeper half raises, so that the
+ * local lock is never left held with the count saying it is gone.
+ */
 static Datum
 adv_release(FunctionCallInfo fcinfo, const AdvForm *form, AdvHold *hold,
 			bool pair, int64 key)
 {
 	ZklName		name = adv_name(pair, key);
-	bool		zk_held;
+	volatile bool zk_held = false;
+	volatile bool local_held = false;
 
-	hold->count--;
-	zk_held = zkl_lockset_release(&name, form->shared);
-	PG_RETURN_BOOL(DatumGetBool(form->fn(fcinfo)) && zk_held);
+	PG_TRY();
+	{
+		zk_held = zkl_lockset_release(&name, form->shared);
+	}
+	PG_FINALLY();
+	{
+		local_held = DatumGetBool(form->fn(fcinfo));
+		adv_hold_remove(hold);
+	}
+	PG_END_TRY();
+	PG_RETURN_BOOL(local_held && zk_held);
 }
 
-/* pg_advisory_unlock_all: every session hold, here and routed. */
+/*
+ * pg_advisory_unlock_all: every session hold, here and routed.  The routed
+ * ones go quietly, whatever is left of them, and are waited for once.
+ */
 static Datum
 adv_release_all(FunctionCallInfo fcinfo, const AdvForm *form)
 {
-	while (adv_nholds > 0)
+	for (int i = 0; i < adv_nholds; i++)
 	{
-		AdvHold    *hold = &adv_holds[adv_nholds - 1];
+		ZklName		name = adv_name(adv_holds[i].pair, adv_holds[i].key);
 
-		if (hold->count > 0)
-		{
-			ZklName		name = adv_name(hold->pair, hold->key);
-
-			hold->count--;
-			(void) zkl_lockset_release(&name, hold->shared);
-			continue;
-		}
-		adv_nholds--;
+		zkl_lockset_drop_session_holds(&name, adv_holds[i].shared,
+									   adv_holds[i].count);
 	}
+	adv_nholds = 0;
+	zkl_lockset_await_releases();
 	return form->fn(fcinfo);
 }
 
@@ -603,8 +643,8 @@ adv_call(FunctionCallInfo fcinfo, int i)
 		PG_GETARG_INT64(0);
 	if (form->op == ADV_UNLOCK)
 	{
-		hold = adv_hold(pair, key, form->shared, false);
-		if (hold == NULL || hold->count == 0)
+		hold = adv_hold_find(pair, key, form->shared);
+		if (hold == NULL)
 			return form->fn(fcinfo);
 		return adv_release(fcinfo, form, hold, pair, key);
 	}

@@ -229,8 +229,8 @@ adv_proc_changed(Datum arg, int cacheid, uint32 hashvalue)
 
 /*
  * zklock's pg_extension row: its OID and schema; InvalidOid when it is not
- * installed in this database (15 exports neither get_extension_oid's
- * missing_ok form for a schema nor get_extension_schema).
+ * installed in this database (read here: 15 does not export
+ * get_extension_schema).
  */
 static Oid
 adv_extension(Oid *schema)
@@ -264,10 +264,10 @@ adv_extension(Oid *schema)
  * search_path, and with no privilege check, since a role without USAGE on
  * zklock's schema runs the wrappers as it runs the builtins (EXECUTE is
  * all a call needs).  Only a member of the zklock extension whose entry
- * point is this library's function of the form counts: a function another role created
- * with the same name and signature (zklock older than 1.3, in a schema
- * where that role may create) would otherwise run in every caller's
- * pg_advisory_* calls, superusers' included.
+ * point is this library's function of the form counts: a function another
+ * role created with the same name and signature (zklock older than 1.3,
+ * in a schema where that role may create) would otherwise run in every
+ * caller's pg_advisory_* calls, superusers' included.
  */
 static Oid
 adv_find_wrapper(int i, Oid ext, Oid nsp)

@@ -206,7 +206,14 @@ server_reset_query = DISCARD ALL
 logfile = $bdir/pgbouncer.log
 pidfile = $bdir/pgbouncer.pid
 INI
-my $bouncer = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
+# stopped at the end, or by the END block when the test dies before it
+my $bouncer;
+END
+{
+	local $?;
+	eval { $bouncer->kill_kill } if $bouncer;
+}
+$bouncer = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
 	'>', "$bdir/stdout", '2>', "$bdir/stderr", IPC::Run::timeout(300));
 # A cluster object that only names pgbouncer's socket, for psql.
 my $pgb = PostgreSQL::Test::Cluster->new('pgbouncer', port => $bport);
@@ -225,6 +232,7 @@ is($w->query_safe('SELECT pg_try_advisory_lock(101), pg_advisory_unlock(101)'), 
 	'the other cluster takes it');
 $bouncer->signal('INT');
 $bouncer->finish;
+undef $bouncer;
 
 finish(nodes => [ $east, $west ], zk => $zk);
 done_testing();

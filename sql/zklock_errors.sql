@@ -169,6 +169,19 @@ SHOW zklock.fleet_advisory_keys;
 -- what it accepts
 SET zklock.fleet_advisory_keys = ' 75474063 , -9223372036854775808, 7:-42 ';
 SHOW zklock.fleet_advisory_keys;
+-- blanks inside a pair too; an unquoted list (GUC_LIST_INPUT), as
+-- ALTER ROLE ... SET takes it
+SET zklock.fleet_advisory_keys = '7 : 8, 9';
+SHOW zklock.fleet_advisory_keys;
+SET zklock.fleet_advisory_keys = 42, -43;
+SHOW zklock.fleet_advisory_keys;
+CREATE ROLE regress_list_keys;
+ALTER ROLE regress_list_keys SET zklock.fleet_advisory_keys = 75474063, 44;
+SELECT setconfig FROM pg_db_role_setting
+ WHERE setrole = 'regress_list_keys'::regrole;
+DROP ROLE regress_list_keys;
+-- a trailing comma is an empty entry too
+SET zklock.fleet_advisory_keys = '42,';
 SET zklock.fleet_advisory_keys = '*';
 SET zklock.fleet_advisory_keys = '';
 RESET zklock.fleet_advisory_keys;

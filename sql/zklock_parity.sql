@@ -196,6 +196,11 @@ SELECT pg_advisory_lock(42), pg_advisory_lock(42), pg_advisory_lock_shared(1, 2)
 SELECT pg_advisory_unlock_all();
 SELECT name, holds FROM zk_locks;
 SELECT zk_unlock('not-routed');
+-- and quietly, as PostgreSQL's: a routed hold whose ZooKeeper half is gone
+-- already (zk_unlock_all released it) gives no WARNING
+SELECT pg_advisory_lock(42), pg_advisory_lock_shared(1, 2), zk_unlock_all();
+SELECT pg_advisory_unlock_all();
+SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
 -- NULL keys give NULL, as PostgreSQL's do
 SELECT pg_advisory_lock(NULL::bigint) IS NULL, pg_try_advisory_lock(NULL, 2) IS NULL,
        pg_advisory_unlock(NULL::bigint) IS NULL;

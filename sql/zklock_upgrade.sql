@@ -90,4 +90,84 @@ SELECT pg_advisory_lock(46);
 SELECT name FROM zk_locks;
 SELECT pg_advisory_unlock_all();
 SELECT count(*) FROM zk_locks;
+-- Only zklock's own wrappers are ever called.  With zklock at 1.2 in a
+-- schema where a role may create, that role's functions of the wrappers'
+-- names and signatures are not zklock's: the calls stay the builtins.
+DROP EXTENSION zklock;
+CREATE EXTENSION zklock VERSION '1.2';
+CREATE ROLE regress_impostor;
+GRANT CREATE ON SCHEMA public TO regress_impostor;
+SET ROLE regress_impostor;
+DO $$
+DECLARE
+  f text;
+  a text;
+BEGIN
+  FOREACH f IN ARRAY ARRAY['advisory_lock', 'advisory_lock_shared',
+      'advisory_xact_lock', 'advisory_xact_lock_shared', 'try_advisory_lock',
+      'try_advisory_lock_shared', 'try_advisory_xact_lock',
+      'try_advisory_xact_lock_shared', 'advisory_unlock',
+      'advisory_unlock_shared'] LOOP
+    FOREACH a IN ARRAY ARRAY['bigint', 'integer, integer'] LOOP
+      EXECUTE format($f$CREATE FUNCTION public.zk_fleet_%s(%s) RETURNS %s
+          LANGUAGE plpgsql AS 'BEGIN RAISE NOTICE ''impostor ran as %%'', current_user; RETURN %s; END'$f$,
+        f, a,
+        CASE WHEN f LIKE 'try%' OR f LIKE '%unlock%' THEN 'boolean' ELSE 'void' END,
+        CASE WHEN f LIKE 'try%' OR f LIKE '%unlock%' THEN 'true' ELSE '' END);
+    END LOOP;
+  END LOOP;
+  CREATE FUNCTION public.zk_fleet_advisory_unlock_all() RETURNS void
+    LANGUAGE plpgsql AS 'BEGIN RAISE NOTICE ''impostor ran as %'', current_user; END';
+END
+$$;
+RESET ROLE;
+SELECT count(*) FROM pg_proc WHERE proname LIKE 'zk\_fleet\_%';
+SELECT pg_try_advisory_lock(5), pg_advisory_unlock(5);
+SELECT pg_advisory_lock(5), pg_advisory_unlock_all();
+EXPLAIN (VERBOSE, COSTS OFF) SELECT pg_try_advisory_lock(5);
+DROP OWNED BY regress_impostor;
+REVOKE CREATE ON SCHEMA public FROM regress_impostor;
+DROP ROLE regress_impostor;
+
+-- A statement prepared before the wrappers exist is routed once they do:
+-- after CREATE EXTENSION, and after ALTER EXTENSION UPDATE from 1.2.
+SET zklock.fleet_advisory_keys = '48';
+PREPARE adv_before AS SELECT pg_try_advisory_lock(48);
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+ALTER EXTENSION zklock UPDATE;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+EXECUTE adv_before;
+SELECT name FROM zk_locks;
+SELECT pg_advisory_unlock(48);
+DROP EXTENSION zklock;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+CREATE EXTENSION zklock;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE adv_before;
+EXECUTE adv_before;
+SELECT name FROM zk_locks;
+SELECT pg_advisory_unlock(48);
+DEALLOCATE adv_before;
+SELECT count(*) FROM zk_locks;
+
+-- zklock in a schema of its own: a role without USAGE on it still calls
+-- pg_advisory_* (running a wrapper needs EXECUTE only): an unlisted key
+-- stays local, a listed one is routed.
+DROP EXTENSION zklock;
+CREATE SCHEMA regress_zk;
+CREATE EXTENSION zklock SCHEMA regress_zk;
+CREATE ROLE regress_no_usage;
+SET zklock.fleet_advisory_keys = '49';
+SET ROLE regress_no_usage;
+SELECT pg_try_advisory_lock(50), pg_advisory_unlock(50);
+SELECT pg_advisory_lock(49);
+RESET ROLE;
+SELECT name FROM regress_zk.zk_locks;
+SET ROLE regress_no_usage;
+SELECT pg_advisory_unlock(49);
+RESET ROLE;
+SELECT count(*) FROM regress_zk.zk_locks;
+DROP ROLE regress_no_usage;
+DROP EXTENSION zklock;
+DROP SCHEMA regress_zk;
+CREATE EXTENSION zklock;
 RESET zklock.fleet_advisory_keys;

@@ -212,24 +212,42 @@ typedef struct GucFleetKeys
 
 static GucFleetKeys *guc_fleet_keys = NULL;
 
-/* A whole signed decimal number within [min, max], else false. */
+/*
+ * A whole signed decimal number within [min, max], blanks around it
+ * ignored, else false.
+ */
 static bool
 guc_parse_int(const char *s, int64 min, int64 max, int64 *out)
 {
 	char	   *end;
 	long long	v;
 
+	s += strspn(s, " \t");
 	if (*s == '\0' || isspace((unsigned char) *s))
 		return false;
 	errno = 0;
 	v = strtoll(s, &end, 10);
+	end += strspn(end, " \t");
 	if (errno != 0 || *end != '\0' || v < min || v > max)
 		return false;
 	*out = (int64) v;
 	return true;
 }
 
-/* One entry of the list, blanks trimmed: k, or k1:k2. */
+/* s with the blanks at its ends cut off, in place. */
+static char *
+guc_trim(char *s)
+{
+	char	   *end;
+
+	s += strspn(s, " \t");
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	return s;
+}
+
+/* One entry of the list: k, or k1:k2 (blanks around either half ignored). */
 static bool
 guc_parse_fleet_key(char *entry, GucFleetKey *key)
 {
@@ -257,7 +275,10 @@ guc_parse_fleet_key(char *entry, GucFleetKey *key)
 /*
  * zklock.fleet_advisory_keys: empty, "*", or keys separated by commas,
  * each a bigint or two integers joined by a colon, blanks around them
- * ignored.  The parsed list goes to the assign hook as extra, allocated
+ * ignored.  An empty entry ('42,,43', a trailing comma) is refused, as a
+ * likely typo in a list that decides which locks the fleet sees
+ * (zklock.hosts, a connect string, skips them).  GUC_LIST_INPUT lets SET
+ * and ALTER ROLE ... SET take the keys unquoted (= 42, 43).  The parsed list goes to the assign hook as extra, allocated
  * as the GUC machinery of each major frees it.
  */
 static bool
@@ -291,12 +312,7 @@ guc_check_fleet_keys(char **newval, void **extra, GucSource source)
 	while (strspn(val, " \t") != strlen(val) &&
 		   (tok = strsep(&rest, ",")) != NULL)
 	{
-		char	   *end;
-
-		tok += strspn(tok, " \t");
-		end = tok + strlen(tok);
-		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
-			*--end = '\0';
+		tok = guc_trim(tok);
 		if (strcmp(tok, "*") == 0)
 			keys->all = true;
 		else if (!guc_parse_fleet_key(tok, &keys->keys[keys->n++]))
@@ -375,7 +391,7 @@ zkl_guc_define(void)
 							   &zkl_fleet_advisory_keys,
 							   "",
 							   PGC_SUSET,
-							   0,
+							   GUC_LIST_INPUT,
 							   guc_check_fleet_keys, guc_assign_fleet_keys, NULL);
 	DefineCustomStringVariable("zklock.hosts",
 							   "ZooKeeper connect string (host:port,...[/chroot]).",

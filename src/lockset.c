@@ -896,6 +896,38 @@ zkl_lockset_release_set(const ZklName *names, int n, bool shared)
 	return all;
 }
 
+/*
+ * Drop up to n session holds of (name, mode) without a WARNING, the
+ * releases not waited for (zkl_lockset_await_releases does, once for
+ * many): pg_advisory_unlock_all gives back its routed holds this way,
+ * whatever is left of them (zk_unlock_all may have released them, or the
+ * lock been lost), and says nothing, as PostgreSQL's says nothing.
+ */
+void
+zkl_lockset_drop_session_holds(const ZklName *name, bool shared, int n)
+{
+	ZklLockKey	key;
+	ZklLock    *lock = NULL;
+
+	lockset_key(&key, name, shared);
+	if (zkl_locks != NULL)
+		lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
+	if (lock == NULL || lock->session_holds == 0)
+		return;
+	if (zkl_session_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
+		lock->session_holds = 0;
+	else
+		lock->session_holds -= Min(n, lock->session_holds);
+	lockset_forget_if_unheld(lock);
+}
+
+/* Wait once for the releases zkl_lockset_drop_session_holds sent. */
+void
+zkl_lockset_await_releases(void)
+{
+	lockset_await_releases(ZKL_AT_STATEMENT);
+}
+
 /* Release every session hold of this backend. */
 void
 zkl_lockset_release_all(void)

@@ -56,6 +56,9 @@ extern bool zkl_lockset_lease(const ZklName *name, int max_leases, bool xact,
 extern bool zkl_lockset_release_lease(const ZklName *name, bool by_token,
 									  int64 token);
 extern int	zkl_lockset_release_leases(void);
+extern void zkl_lockset_drop_session_holds(const ZklName *name, bool shared,
+										   int n);
+extern void zkl_lockset_await_releases(void);
 extern void zkl_lockset_release_all(void);
 extern bool zkl_lockset_holds_any(void);
 extern List *zkl_lockset_rows(void);

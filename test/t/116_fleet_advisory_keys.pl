@@ -9,8 +9,10 @@
 # place.  On the holder's own cluster a session without the setting still
 # conflicts with a routed holder, and a routed session with a plain
 # holder; pg_locks shows the routed lock.  The wait shows in
-# zklock.log_lock_waits and zk_stat_locks like any zklock lock's.  Through
-# pgbouncer in session mode a client's lock ends with the client.
+# zklock.log_lock_waits and zk_stat_locks like any zklock lock's.  A
+# session's statement prepared before its database had zklock is routed
+# once another session creates it.  Through pgbouncer in session mode a
+# client's lock ends with the client.
 
 use strict;
 use warnings;
@@ -181,6 +183,25 @@ is($r->query_safe('SELECT pg_try_advisory_lock(101)'), 'f',
 is(queue('101'), '', 'and queued nothing in ZooKeeper');
 $plain->query_safe('SELECT pg_advisory_unlock(101)');
 
+# --- a plan a long-lived session cached before its database had zklock
+# 1.3 (a pooled server connection's prepared statement) is routed once
+# another session creates the extension there: the builtins it calls are
+# pinned, so only zklock can tell that it must be made again
+$east->safe_psql('postgres', 'CREATE DATABASE late');
+my $late = $east->background_psql('late');
+$late->query_safe("SET zklock.fleet_advisory_keys = '$keys'");
+$late->query_safe('PREPARE early AS SELECT pg_advisory_lock(101)');
+$late->query_safe('EXECUTE early');
+is(queue('101'), '', 'before CREATE EXTENSION: the prepared lock is local only');
+$late->query_safe('SELECT pg_advisory_unlock(101)');
+$east->safe_psql('late', 'CREATE EXTENSION zklock');
+$late->query_safe('EXECUTE early');
+is(queue('101'), 'east:t',
+	'after CREATE EXTENSION in another session: the same prepared statement takes the fleet lock');
+$late->query_safe('SELECT pg_advisory_unlock(101)');
+is(queue('101'), '', 'and releases it');
+$late->quit;
+
 # --- through pgbouncer in session mode: the deployer's role has the
 # setting; a client that never unlocks (as sqitch) holds the fleet's lock
 # until it leaves, and the reset query DISCARD ALL releases both halves
@@ -206,7 +227,14 @@ server_reset_query = DISCARD ALL
 logfile = $bdir/pgbouncer.log
 pidfile = $bdir/pgbouncer.pid
 INI
-my $bouncer = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
+# stopped at the end, or by the END block when the test dies before it
+my $bouncer;
+END
+{
+	local $?;
+	eval { $bouncer->kill_kill } if $bouncer;
+}
+$bouncer = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
 	'>', "$bdir/stdout", '2>', "$bdir/stderr", IPC::Run::timeout(300));
 # A cluster object that only names pgbouncer's socket, for psql.
 my $pgb = PostgreSQL::Test::Cluster->new('pgbouncer', port => $bport);
@@ -225,6 +253,7 @@ is($w->query_safe('SELECT pg_try_advisory_lock(101), pg_advisory_unlock(101)'), 
 	'the other cluster takes it');
 $bouncer->signal('INT');
 $bouncer->finish;
+undef $bouncer;
 
 finish(nodes => [ $east, $west ], zk => $zk);
 done_testing();

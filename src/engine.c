@@ -639,12 +639,20 @@ engine_log_wait(ZklContender *c)
 			 detail ? errdetail_internal("%s", detail) : 0));
 }
 
-/* Wait for the watch, in slices between deadlock searches. */
+/*
+ * Wait for the watch, in slices between deadlock searches.  Our own node
+ * is watched by the session: its deletion by someone else wakes the wait
+ * (a loss after the mark) or is seen here before it (a loss before), and
+ * fails the acquisition at once, whatever the blocker does.
+ */
 static ZklContenderState
 engine_wait(ZklContender *c)
 {
 	bool		search;
 	TimestampTz until = zkl_deadlock_wait_until(&c->dl, c->deadline, &search);
+
+	if (zkl_session_health(c->epoch, c->node) == ZKL_HEALTH_LOST)
+		engine_raise_lost(c);
 
 	if (!c->waited)
 	{
@@ -659,10 +667,11 @@ engine_wait(ZklContender *c)
 		/*
 		 * The hand-off: the notice of the blocker's deletion is the grant,
 		 * with no listing on the way (the set runner still proves the lease
-		 * before the token goes out).  Any other wake (a change, a session event, another
-		 * node's deletion) lists again.  Without the listing, a deletion of
-		 * our own node by someone else is not seen here but by the next
-		 * lease proof, which marks the lock lost (as for any held lock).
+		 * before the token goes out).  Any other wake (a change, a session
+		 * event, another node's deletion, our own node's) lists again, or
+		 * fails at the top of the next slice when our node is lost.  A
+		 * deletion of our own node notified after the blocker's is seen by
+		 * the proof before the token goes out, or marks the lock lost.
 		 */
 		if (c->watched && c->handoff &&
 			zkl_session_deleted_since(&c->mark, c->watched))

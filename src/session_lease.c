@@ -95,6 +95,7 @@ typedef struct ZklProof
 
 /* Under mu. */
 static ZklNode *zkl_lease_nodes = NULL; /* our lock nodes */
+static uint64 zkl_lease_node_losses = 0;	/* nodes found lost, ever */
 static bool zkl_lease_have_proof = false;	/* proof_sent is set */
 static ZklStamp zkl_lease_proof_sent;	/* send time of the last write answered */
 static int	zkl_lease_proofs_in_flight = 0;
@@ -165,6 +166,30 @@ zkl_sess_lease_renew_locked(const ZklStamp *sent)
 		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) > 0)
 		zkl_lease_proof_sent = *sent;
 	zkl_lease_have_proof = true;
+}
+
+/*
+ * A node of ours was deleted by someone else: its lock is lost, and a
+ * waiter queued with it must hear of it (zkl_sess_lease_node_losses_locked)
+ * even when nothing else in its queue changes.  Caller holds mu.
+ */
+static void
+session_lease_node_lost_locked(ZklNode *n)
+{
+	if (n->lost)
+		return;
+	n->lost = true;
+	zkl_lease_node_losses++;
+}
+
+/*
+ * How many nodes of ours were found deleted by someone else so far: a wait
+ * ends when this changes.  Caller holds mu.
+ */
+uint64
+zkl_sess_lease_node_losses_locked(void)
+{
+	return zkl_lease_node_losses;
 }
 
 /* Register a node of ours (held or queued).  Caller holds mu. */
@@ -253,7 +278,7 @@ session_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	n = session_lease_find_locked(path);
 	if (n != NULL && type == ZOO_DELETED_EVENT)
-		n->lost = true;
+		session_lease_node_lost_locked(n);
 	else if (n != NULL)
 	{
 		n->watched = false;
@@ -303,7 +328,7 @@ session_own_watched(int rc, const char *value, int value_len,
 	}
 	n = session_lease_find_locked(w->path);
 	if (n != NULL && rc == ZNONODE)
-		n->lost = true;
+		session_lease_node_lost_locked(n);
 	else if (n != NULL && zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST)
 	{
 		n->watched = false;
@@ -431,7 +456,7 @@ session_proof_node_gone(ZklProof *p)
 			continue;
 		for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
 			if (strcmp(n->path, p->paths[i]) == 0)
-				n->lost = true;
+				session_lease_node_lost_locked(n);
 	}
 }
 

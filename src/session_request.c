@@ -389,6 +389,7 @@ session_new_op(ZklOpKind kind)
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	op->mark.watch_events = zkl_req_watch_events;
 	op->mark.session_events = zkl_req_session_events;
+	op->mark.node_losses = zkl_sess_lease_node_losses_locked();
 	zkl_sess_state_sent_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return op;
@@ -734,12 +735,14 @@ session_watch_fired(void *arg)
 
 	return zkl_req_watch_events != m->watch_events ||
 		zkl_req_session_events != m->session_events ||
+		zkl_sess_lease_node_losses_locked() != m->node_losses ||
 		zkl_sess_lease_lost_locked();
 }
 
 /*
- * Wait until a data watch fired, the session's state changed or its locks
- * were lost since the mark; false when the deadline came first.
+ * Wait until a data watch fired, the session's state changed, a node of
+ * ours was deleted by someone else or the session's locks were lost since
+ * the mark; false when the deadline came first.
  */
 bool
 zkl_session_await_watch(const ZklWatchMark *mark, TimestampTz deadline)

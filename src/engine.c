@@ -147,17 +147,27 @@ zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 /*
  * Refuse a directory of ours in which another identity may delete our
  * node: *acl is the answer to zkl_session_get_acl(dir) (NULL without
- * zklock.auth), let go here.
+ * zklock.auth or a certificate), let go here.  An answer lost with the
+ * connection is returned (ZKL_RC_OK otherwise), for the caller to
+ * reconnect: the next listing reads the ACL again (acl_unread), so that
+ * the check is never skipped.
  */
-static void
+static ZklRc
 engine_check_acl(ZklContender *c)
 {
 	ZklRc		rc;
 	char	   *problem;
 
 	if (c->acl == NULL)
-		return;
+		return ZKL_RC_OK;
 	rc = zkl_session_answer(c->acl);
+	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+	{
+		engine_drop(&c->acl);
+		c->acl_unread = true;
+		return rc;
+	}
+	c->acl_unread = false;
 	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
 		zkl_session_raise(c->acl, c->dir);
 	problem = rc == ZKL_RC_OK ? zkl_session_op_acl_problem(c->acl) : NULL;
@@ -173,6 +183,7 @@ engine_check_acl(ZklContender *c)
 				 errdetail("Its ACL says %s, so another ZooKeeper identity could delete a holder's node.",
 						   problem),
 				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity in zklock.auth.")));
+	return ZKL_RC_OK;
 }
 
 /* Send our create and the listing (and the ACL) without waiting. */
@@ -211,7 +222,13 @@ engine_enqueued(ZklContender *c)
 		zkl_session_raise(c->create, c->path);
 	c->node = zkl_session_op_take_node(c->create, &c->token);
 	engine_drop(&c->create);
-	engine_check_acl(c);
+	rc = engine_check_acl(c);
+	if (rc != ZKL_RC_OK)
+	{
+		/* Our node is there: prove it, then list and read the ACL again. */
+		engine_drop(&c->list);
+		return engine_lost(c, rc);
+	}
 	return CS_DECIDE;
 }
 
@@ -368,10 +385,15 @@ engine_make_dirs(ZklContender *c)
 	return CS_ENQUEUE;
 }
 
-/* List again; with the child watch when we wait for children. */
+/*
+ * List again; with the child watch when we wait for children, and with
+ * the directory's ACL when its answer was lost.
+ */
 static ZklContenderState
 engine_list(ZklContender *c)
 {
+	if (c->acl_unread && c->acl == NULL)
+		c->acl = zkl_session_get_acl(c->dir);
 	if (c->child_watch)
 	{
 		c->list = zkl_session_watch_children(c->dir);
@@ -385,12 +407,15 @@ engine_list(ZklContender *c)
 /*
  * Order children that share a sequence number by creation: fetch the
  * czxid of each (ours we know), in one pipeline.  Children that vanished
- * meanwhile are dropped.
+ * meanwhile are dropped.  An answer lost with the connection or the
+ * session is returned (ZKL_RC_OK otherwise), the queue left as it is, for
+ * the caller to reconnect and list again.
  */
-static void
+static ZklRc
 engine_order_ties(ZklContender *c, ZklQueue *q)
 {
 	int			keep = 0;
+	ZklRc		lost = ZKL_RC_OK;
 
 	c->stats = palloc0(sizeof(ZklOp *) * Max(q->nkids, 1));
 	c->nstats = q->nkids;
@@ -404,6 +429,12 @@ engine_order_ties(ZklContender *c, ZklQueue *q)
 	{
 		ZklRc		rc = c->stats[i] ? zkl_session_answer(c->stats[i]) : ZKL_RC_OK;
 
+		if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+		{
+			if (lost != ZKL_RC_SESSION_LOST)
+				lost = rc;
+			continue;
+		}
 		if (rc == ZKL_RC_NO_NODE)
 			continue;
 		if (rc != ZKL_RC_OK)
@@ -415,8 +446,11 @@ engine_order_ties(ZklContender *c, ZklQueue *q)
 	for (int i = 0; i < c->nstats; i++)
 		engine_drop(&c->stats[i]);
 	c->nstats = 0;
+	if (lost != ZKL_RC_OK)
+		return lost;
 	q->nkids = keep;
 	zkl_names_sort(q->kids, q->nkids);
+	return ZKL_RC_OK;
 }
 
 /*
@@ -468,9 +502,17 @@ engine_decide(ZklContender *c)
 	bool		expired;
 	ZklVerdict	verdict;
 
+	if (rc == ZKL_RC_OK || rc == ZKL_RC_NO_NODE)
+	{
+		ZklRc		acl_rc = engine_check_acl(c);
+
+		if (acl_rc != ZKL_RC_OK)
+			rc = acl_rc;
+	}
 	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
 	{
 		engine_drop(&c->list);
+		engine_drop(&c->acl);
 		return engine_lost(c, rc);
 	}
 	if (rc == ZKL_RC_NO_NODE)
@@ -498,9 +540,15 @@ engine_decide(ZklContender *c)
 		for (int i = 0; i < q.nkids; i++)
 			if (zkl_names_tied(q.kids, q.nkids, i))
 			{
-				engine_order_ties(c, &q);
+				rc = engine_order_ties(c, &q);
 				break;
 			}
+		if (rc != ZKL_RC_OK)
+		{
+			/* A czxid was lost with the connection: list again after. */
+			MemoryContextSwitchTo(outer);
+			return engine_lost(c, rc);
+		}
 		for (int i = 0; i < q.nkids; i++)
 			if (strcmp(q.kids[i].name, own) == 0)
 				self = i;
@@ -795,7 +843,9 @@ engine_find_own(ZklContender *c)
 	c->node = found;
 	c->token = czxid;
 	zkl_session_adopt_node(found);
-	engine_check_acl(c);
+	rc = engine_check_acl(c);
+	if (rc != ZKL_RC_OK)
+		return engine_lost(c, rc);
 	return CS_LIST;
 }
 

@@ -760,7 +760,7 @@ engine_reconnect(ZklContender *c)
 		 */
 		if (zkl_session_health(c->epoch, NULL) == ZKL_HEALTH_LOST)
 			engine_raise_expired(c);
-		zkl_session_connect();
+		zkl_session_connect_until(c->deadline);
 		if (zkl_session_epoch() != c->epoch)
 			engine_raise_expired(c);
 		return c->create ? CS_FIND_OWN : CS_ENQUEUE;

@@ -686,7 +686,7 @@ lockset_take(const ZklName *names, ZklLockKey *keys, const int *fresh,
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
-	zkl_session_connect();
+	zkl_session_connect_until(deadline);
 	for (int k = 0; k < nfresh; k++)
 	{
 		dirs[k] = zkl_lockset_dir(&names[fresh[k]]);

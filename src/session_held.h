@@ -25,6 +25,7 @@
 #include "zkltypes.h"
 
 extern void zkl_session_connect(void);
+extern void zkl_session_connect_until(TimestampTz deadline);
 extern uint64 zkl_session_epoch(void);
 extern ZklLockHealth zkl_session_health(uint64 epoch, const char *node);
 extern ZklLockHealth zkl_session_prove(uint64 epoch, const char *node,

@@ -11,6 +11,12 @@
 #     refused (55000), never taken unchecked;
 #  2. the czxids that order children sharing a sequence number (a child
 #     made by name with the suffix that our create gets next).
+# And the connection lost for longer than zklock.connect_timeout (2 s
+# here) within a longer lock timeout, the session living on: the wait for
+# the reconnect lasts as long as the lock's timeout allows,
+#  3. for a contender whose create's reply was lost (no node of its own to
+#     prove yet): it finds its node after the reconnect and takes the lock;
+#  4. for an acquisition that starts while the connection is down.
 
 use strict;
 use warnings;
@@ -20,6 +26,7 @@ use lib "$FindBin::Bin/../perl";
 
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use ZkEnsemble;
 use ZkGdb;
 use ZkProxy;
@@ -113,7 +120,7 @@ SKIP:
 	# zklock makes the directory: one child created, then deleted
 	$s->query_safe("SELECT zk_lock('tie')");
 	my ($first) = zk_children($zk, '/zklock/tie');
-	$s->query_safe("SELECT zk_unlock('tie')");
+	$s->query_safe('SELECT zk_unlock_all()');
 	my ($seq) = $first =~ /-lock-(\d+)$/;
 	# A sequential child is named after the count of the creates of
 	# children before it (deletes do not count): the node made by name
@@ -137,8 +144,65 @@ SKIP:
 	is($err, '', 'without an error');
 	is($out, 't', 'it gets the lock');
 	is($s->query_safe('SELECT session_id FROM zk_session()'), $sid, 'in the same session');
-	$s->query_safe("SELECT zk_unlock('tie')");
+	$s->query_safe('SELECT zk_unlock_all()');
 	ok(poll_until(sub { zk_count($zk, '/zklock/tie') == 0 }, 30), 'nothing is left');
+}
+
+# Keep the proxy cut well past connect_timeout while $s's statement runs;
+# true when the statement was still running then.
+sub cut_past_connect_timeout
+{
+	my ($pid) = @_;
+	my $t0 = time;
+	$proxy->mode('cut');
+	poll_until(sub { time - $t0 > 4 || !in_call($node, $pid) }, 30);
+	return in_call($node, $pid);
+}
+
+# --- 3. a contender with no node yet
+{
+	my $s = session($node, via => $proxy, warm => 1,
+		set => { 'zklock.connect_timeout' => '2000' });
+	my $sid = $s->query_safe('SELECT session_id FROM zk_session()');
+	my $spid = backend_pid($s);
+	$s->query_safe("SELECT zk_lock('no-node'), zk_unlock('no-node')");
+	$proxy->mode('swallow');
+	start_wait($s, "SELECT zk_lock('no-node', '60s') > 0");
+	ok(poll_until(sub { zk_count($zk, '/zklock/no-node') == 1 }, 30),
+		'no node: the create is carried out, its reply swallowed');
+	ok(cut_past_connect_timeout($spid),
+		'no node: cut off past connect_timeout, it still waits for the reconnect');
+	$proxy->mode('pass');
+	my ($out, $err) = finish_wait($s);
+	is($err, '', 'no node: without an error');
+	is($out, 't', 'no node: it gets the lock');
+	is($s->query_safe('SELECT session_id FROM zk_session()'), $sid, 'no node: in the same session');
+	is(zk_count($zk, '/zklock/no-node'), 1, 'no node: one node, the one created before the cut');
+	$s->query_safe('SELECT zk_unlock_all()');
+	ok(poll_until(sub { zk_count($zk, '/zklock/no-node') == 0 }, 30), 'no node: nothing is left');
+	quit_session($s);
+}
+
+# --- 4. an acquisition that starts while the connection is down
+{
+	my $s = session($node, via => $proxy, warm => 1,
+		set => { 'zklock.connect_timeout' => '2000' });
+	my $sid = $s->query_safe('SELECT session_id FROM zk_session()');
+	my $spid = backend_pid($s);
+	$proxy->mode('cut');
+	ok(poll_until(sub { $s->query_safe('SELECT state FROM zk_session()') ne 'connected' }, 30),
+		'down: the connection is cut');
+	start_wait($s, "SELECT zk_lock('cut-first', '60s') > 0");
+	ok(cut_past_connect_timeout($spid),
+		'down: cut off past connect_timeout, it still waits for the reconnect');
+	$proxy->mode('pass');
+	my ($out, $err) = finish_wait($s);
+	is($err, '', 'down: without an error');
+	is($out, 't', 'down: it gets the lock');
+	is($s->query_safe('SELECT session_id FROM zk_session()'), $sid, 'down: in the same session');
+	$s->query_safe('SELECT zk_unlock_all()');
+	ok(poll_until(sub { zk_count($zk, '/zklock/cut-first') == 0 }, 30), 'down: nothing is left');
+	quit_session($s);
 }
 
 $proxy->stop;

@@ -305,8 +305,10 @@ session_own_watch_unlimbo(ZklOwnWatch *w)
 
 /*
  * The answer to a watch on a node of ours, on the IO thread: set, or the
- * node is gone already (lost, as if notified), or the connection dropped
- * first (the lease thread sends it again once connected).
+ * node is gone already (lost, as if notified), or not set: the lease
+ * thread sends it again.  At once (once connected) after a lost connection
+ * or a session moved to another server; after any other error at its next
+ * round, so that an error answered every time does not spin.
  */
 static void
 session_own_watched(int rc, const char *value, int value_len,
@@ -329,10 +331,12 @@ session_own_watched(int rc, const char *value, int value_len,
 	n = session_lease_find_locked(w->path);
 	if (n != NULL && rc == ZNONODE)
 		session_lease_node_lost_locked(n);
-	else if (n != NULL && zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST)
+	else if (n != NULL && rc != ZOK)
 	{
 		n->watched = false;
-		zkl_sess_lease_wake_locked();
+		if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST ||
+			rc == ZSESSIONMOVED)
+			zkl_sess_lease_wake_locked();
 	}
 	/* Answered before its send returned: the sender frees it. */
 	sender_frees = w->answered = w->sending;

@@ -764,16 +764,21 @@ session_prove_once(TimestampTz deadline)
  * or a re-entrant acquire relies on it.  Inside the lease this costs
  * nothing; otherwise proofs are sent (waiting for a reconnect if need be)
  * until one succeeds or the lease runs out, which bounds the wait by the
- * session timeout; a deadline (not 0) may end it earlier, in doubt.
- * Returns the health then.
+ * session timeout; a deadline (not 0) may end it earlier, in doubt.  A
+ * lease with no proof yet (a node adopted while the connection was down)
+ * runs out one session timeout after the first try.  Returns the health
+ * then.
  */
 ZklLockHealth
 zkl_session_prove(uint64 epoch, const char *node, TimestampTz deadline)
 {
+	TimestampTz start = GetCurrentTimestamp();
+
 	for (;;)
 	{
 		ZklLockHealth h = zkl_session_health(epoch, node);
 		bool		had_proof;
+		int			timeout_ms;
 		int64_t		left;
 		TimestampTz until;
 
@@ -781,9 +786,10 @@ zkl_session_prove(uint64 epoch, const char *node, TimestampTz deadline)
 			return h;
 		pthread_mutex_lock(&zkl_sess_sync_mu);
 		had_proof = zkl_lease_have_proof;
+		timeout_ms = zkl_sess_state_timeout_ms_locked();
 		left = had_proof ?
-			zkl_sess_state_timeout_ms_locked() - session_lease_age_locked() + 1 :
-			zkl_sess_state_timeout_ms_locked();
+			timeout_ms - session_lease_age_locked() + 1 :
+			timeout_ms - (GetCurrentTimestamp() - start) / 1000;
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(left, 1));
 		if (deadline != 0 && deadline < until)
@@ -792,7 +798,8 @@ zkl_session_prove(uint64 epoch, const char *node, TimestampTz deadline)
 			continue;
 		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
 			return zkl_session_health(epoch, node);
-		if (!had_proof)
+		if (!had_proof && GetCurrentTimestamp() >=
+			TimestampTzPlusMilliseconds(start, timeout_ms))
 			return ZKL_HEALTH_LOST;
 	}
 }

@@ -833,15 +833,18 @@ zkl_session_op_ctime(ZklOp *op)
 	return op->ctime;
 }
 
-/* A stat answer: the node's czxid and whether this session owns it. */
+/*
+ * A stat answer: the node's czxid and whether this session owns it.  The
+ * answer says so whatever the connection did since: a drop after it must
+ * not make our node someone else's (a second create, a claim forgotten).
+ */
 bool
 zkl_session_op_owned(ZklOp *op, int64 *czxid)
 {
 	bool		mine;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	mine = op->owner != 0 && op->owner == zkl_sess_state_session_id_locked() &&
-		zkl_sess_state_connected_locked();
+	mine = op->owner != 0 && op->owner == zkl_sess_state_session_id_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	*czxid = op->czxid;
 	return mine;

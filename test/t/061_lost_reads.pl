@@ -17,6 +17,10 @@
 #  3. for a contender whose create's reply was lost (no node of its own to
 #     prove yet): it finds its node after the reconnect and takes the lock;
 #  4. for an acquisition that starts while the connection is down.
+#  5. A create's reply lost, its node found again after the reconnect: the
+#     connection drops once more between the answer that names the node's
+#     owner and the look at it (gdb holds the backend there).  The answer
+#     says the node is ours: it is adopted, never created a second time.
 
 use strict;
 use warnings;
@@ -203,6 +207,43 @@ sub cut_past_connect_timeout
 	$s->query_safe('SELECT zk_unlock_all()');
 	ok(poll_until(sub { zk_count($zk, '/zklock/cut-first') == 0 }, 30), 'down: nothing is left');
 	quit_session($s);
+}
+
+# --- 5. a drop between the owner's answer and the look at it
+SKIP:
+{
+	my $s = session($node, via => $proxy, warm => 1);
+	my $sid = $s->query_safe('SELECT session_id FROM zk_session()');
+	$s->query_safe("SELECT zk_lock('blip'), zk_unlock('blip')");
+	my $g = ZkGdb->attach(backend_pid($s), non_stop => 1);
+	skip $ZkGdb::why, 9 unless $g;
+	like($g->cmd('break zkl_session_op_owned') // '', qr/Breakpoint 1 at/,
+		'blip: gdb will stop the backend when it looks at a node\'s owner');
+	$proxy->mode('swallow');
+	start_wait($s, "SELECT zk_lock('blip', '60s') > 0");
+	ok(poll_until(sub { zk_count($zk, '/zklock/blip') == 1 }, 30),
+		'blip: the create is carried out, its reply swallowed');
+	my @before = zk_children($zk, '/zklock/blip');
+	$proxy->mode('cut');
+	$proxy->mode('pass');
+	ok($g->wait_for(qr/hit Breakpoint 1\b/, 30),
+		'blip: after the reconnect it finds the node and has its owner')
+	  or diag($g->output);
+	$proxy->mode('cut');
+	ok( poll_until(
+			sub { ($g->cmd('print (int) zkl_sess_state_connected_locked()') // '') =~ /= 0/ },
+			30),
+		'blip: the connection drops again before it looks');
+	$g->detach;
+	$proxy->mode('pass');
+	my ($out, $err) = finish_wait($s);
+	is($err, '', 'blip: without an error');
+	is($out, 't', 'blip: it gets the lock');
+	is($s->query_safe("SELECT node FROM zk_locks WHERE name = 'blip'"), "/zklock/blip/$before[0]",
+		'blip: holding the node created before the first drop');
+	is($s->query_safe('SELECT session_id FROM zk_session()'), $sid, 'blip: in the same session');
+	$s->query_safe('SELECT zk_unlock_all()');
+	ok(poll_until(sub { zk_count($zk, '/zklock/blip') == 0 }, 30), 'blip: nothing is left');
 }
 
 $proxy->stop;

@@ -252,7 +252,9 @@ session_finish(ZklOp *op, int rc)
  * lease covers it and an abandoned create still gets deleted; its answer
  * is a write the quorum committed, so it renews the lease.  Then the node
  * gets our watch (see zkl_sess_lease_watch_nodes), after the main thread
- * was woken: the acquire does not wait for it.
+ * was woken: the acquire does not wait for it.  A node that cannot be
+ * registered (no memory) is answered as failed and its delete queued
+ * here: nobody will hold it, and it would block everyone behind it.
  */
 static void
 session_created(int rc, const char *value, const struct Stat *stat,
@@ -260,6 +262,7 @@ session_created(int rc, const char *value, const struct Stat *stat,
 {
 	ZklOp	   *op = (ZklOp *) data;
 	ZklOpKind	op_kind = op->kind; /* the op may be freed below */
+	bool		orphan = false;
 	bool		issue;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
@@ -269,7 +272,9 @@ session_created(int rc, const char *value, const struct Stat *stat,
 		op->czxid = stat->czxid;
 		if (op->path == NULL || !zkl_sess_lease_add_node_locked(op->path))
 		{
-			/* The node goes with the session; treat it as lost. */
+			/* If even the delete cannot be queued, it goes with the session. */
+			if (zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, value, NULL))
+				orphan = true;
 			free(op->path);
 			op->path = NULL;
 			rc = ZSYSTEMERROR;
@@ -277,7 +282,7 @@ session_created(int rc, const char *value, const struct Stat *stat,
 		else
 			zkl_sess_lease_renew_locked(&op->sent);
 	}
-	issue = session_finish_locked(op, rc);
+	issue = session_finish_locked(op, rc) || orphan;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (issue)
 		zkl_sess_cleanup_issue();

@@ -974,19 +974,30 @@ zkl_session_info(ZklSessionInfo *info)
 	}
 }
 
+/* The deletes a release waits for: queued up to mark; a give-up's wait. */
+typedef struct ZklReleaseMark
+{
+	uint64		mark;
+	bool		give_up;
+} ZklReleaseMark;
+
 /*
  * Whether the deletes queued up to the mark are settled: answered, or
  * gone with the session (expired or closed, so its nodes are gone, or
  * lost, so that the ensemble may have expired it and nothing this backend
- * waits for can make its nodes go sooner).  Caller holds mu.
+ * waits for can make its nodes go sooner); for a give-up's wait, also
+ * once the connection is down.  Caller holds mu.
  */
 static bool
 session_releases_settled(void *arg)
 {
+	const ZklReleaseMark *m = (const ZklReleaseMark *) arg;
+
 	return zkl_sess_state_handle() == NULL ||
 		zkl_sess_state_ended_locked() ||
 		zkl_sess_lease_lost_locked() ||
-		!zkl_sess_cleanup_pending_locked(*(uint64 *) arg);
+		!zkl_sess_cleanup_pending_locked(m->mark) ||
+		(m->give_up && !zkl_sess_state_connected_locked());
 }
 
 /*
@@ -997,19 +1008,38 @@ session_releases_settled(void *arg)
  * runs after a commit too, where nothing may raise; a cancel or terminate
  * request ends the wait and the caller says so.  *timeout_ms gets the
  * bound used.
+ *
+ * An acquisition giving up (give_up) waits so only while the connection
+ * is up: its error is on its way already (a cancel, statement_timeout),
+ * and with the connection down its deletes can only go after the
+ * reconnect (they stay queued): the wait ends as soon as the library
+ * sees the connection down (at once when it is down already, within two
+ * thirds of the session timeout for a connection gone silent), and says
+ * so (ZKL_RELEASE_DISCONNECTED).
  */
 ZklReleaseWait
-zkl_session_await_releases(int *timeout_ms)
+zkl_session_await_releases(int *timeout_ms, bool give_up)
 {
-	uint64		mark;
+	ZklReleaseMark m;
+	ZklReleaseWait result;
 
+	m.give_up = give_up;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	mark = zkl_sess_cleanup_mark_locked();
+	m.mark = zkl_sess_cleanup_mark_locked();
 	*timeout_ms = zkl_sess_state_timeout_ms_locked() > 0 ?
 		zkl_sess_state_timeout_ms_locked() : zkl_session_timeout;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	zkl_sess_cleanup_issue();
-	return zkl_sess_wait_held(session_releases_settled, &mark,
-							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														  *timeout_ms));
+	result = zkl_sess_wait_held(session_releases_settled, &m,
+								TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															*timeout_ms));
+	if (result == ZKL_RELEASE_CONFIRMED && give_up)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		m.give_up = false;
+		if (!session_releases_settled(&m))
+			result = ZKL_RELEASE_DISCONNECTED;
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+	}
+	return result;
 }

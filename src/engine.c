@@ -520,7 +520,6 @@ engine_decide(ZklContender *c)
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(c->list, c->dir);
 
-	c->session_lost = 0;
 	MemoryContextReset(c->listing_cxt);
 	outer = MemoryContextSwitchTo(c->listing_cxt);
 	n = zkl_session_op_children(c->list, &listed);
@@ -555,6 +554,8 @@ engine_decide(ZklContender *c)
 		present = self >= 0;
 	}
 	MemoryContextSwitchTo(outer);
+	/* Every read of this listing answered: the session answers again. */
+	c->session_lost = 0;
 	if (!present)
 		engine_raise_vanished(c);
 

@@ -355,10 +355,15 @@ session_own_watched(int rc, const char *value, int value_len,
  * requests in order, so a deletion before the watch is set is answered
  * ZNONODE, to the same effect.  Any thread, not holding mu; never blocks
  * nor raises.  A send that fails leaves the node to the lease thread.
+ * One call sends at most one watch per node that needed one when it
+ * began: a watch refused with an error (answered while this call runs)
+ * waits for the lease thread's next round, not sent again here at once.
  */
 void
 zkl_sess_lease_watch_nodes(void)
 {
+	int			budget = -1;
+
 	for (;;)
 	{
 		ZklOwnWatch *w = NULL;
@@ -367,7 +372,13 @@ zkl_sess_lease_watch_nodes(void)
 		int			rc;
 
 		pthread_mutex_lock(&zkl_sess_sync_mu);
-		zh = zkl_sess_state_handle();
+		if (budget < 0)
+		{
+			budget = 0;
+			for (n = zkl_lease_nodes; n; n = n->next)
+				budget += !n->watched && !n->lost;
+		}
+		zh = budget > 0 ? zkl_sess_state_handle() : NULL;
 		for (n = zkl_lease_nodes; zh != NULL && n && w == NULL; n = n->next)
 		{
 			if (n->watched || n->lost)
@@ -381,6 +392,7 @@ zkl_sess_lease_watch_nodes(void)
 			w->limbo = false;
 			strcpy(w->path, n->path);
 			n->watched = true;
+			budget--;
 		}
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		if (w == NULL)

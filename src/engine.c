@@ -147,17 +147,27 @@ zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 /*
  * Refuse a directory of ours in which another identity may delete our
  * node: *acl is the answer to zkl_session_get_acl(dir) (NULL without
- * zklock.auth), let go here.
+ * zklock.auth or a certificate), let go here.  An answer lost with the
+ * connection is returned (ZKL_RC_OK otherwise), for the caller to
+ * reconnect: the next listing reads the ACL again (acl_unread), so that
+ * the check is never skipped.
  */
-static void
+static ZklRc
 engine_check_acl(ZklContender *c)
 {
 	ZklRc		rc;
 	char	   *problem;
 
 	if (c->acl == NULL)
-		return;
+		return ZKL_RC_OK;
 	rc = zkl_session_answer(c->acl);
+	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+	{
+		engine_drop(&c->acl);
+		c->acl_unread = true;
+		return rc;
+	}
+	c->acl_unread = false;
 	if (rc != ZKL_RC_OK && rc != ZKL_RC_NO_NODE)
 		zkl_session_raise(c->acl, c->dir);
 	problem = rc == ZKL_RC_OK ? zkl_session_op_acl_problem(c->acl) : NULL;
@@ -173,6 +183,7 @@ engine_check_acl(ZklContender *c)
 				 errdetail("Its ACL says %s, so another ZooKeeper identity could delete a holder's node.",
 						   problem),
 				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity in zklock.auth.")));
+	return ZKL_RC_OK;
 }
 
 /* Send our create and the listing (and the ACL) without waiting. */
@@ -211,7 +222,13 @@ engine_enqueued(ZklContender *c)
 		zkl_session_raise(c->create, c->path);
 	c->node = zkl_session_op_take_node(c->create, &c->token);
 	engine_drop(&c->create);
-	engine_check_acl(c);
+	rc = engine_check_acl(c);
+	if (rc != ZKL_RC_OK)
+	{
+		/* Our node is there: prove it, then list and read the ACL again. */
+		engine_drop(&c->list);
+		return engine_lost(c, rc);
+	}
 	return CS_DECIDE;
 }
 
@@ -368,10 +385,15 @@ engine_make_dirs(ZklContender *c)
 	return CS_ENQUEUE;
 }
 
-/* List again; with the child watch when we wait for children. */
+/*
+ * List again; with the child watch when we wait for children, and with
+ * the directory's ACL when its answer was lost.
+ */
 static ZklContenderState
 engine_list(ZklContender *c)
 {
+	if (c->acl_unread && c->acl == NULL)
+		c->acl = zkl_session_get_acl(c->dir);
 	if (c->child_watch)
 	{
 		c->list = zkl_session_watch_children(c->dir);
@@ -385,12 +407,15 @@ engine_list(ZklContender *c)
 /*
  * Order children that share a sequence number by creation: fetch the
  * czxid of each (ours we know), in one pipeline.  Children that vanished
- * meanwhile are dropped.
+ * meanwhile are dropped.  An answer lost with the connection or the
+ * session is returned (ZKL_RC_OK otherwise), the queue left as it is, for
+ * the caller to reconnect and list again.
  */
-static void
+static ZklRc
 engine_order_ties(ZklContender *c, ZklQueue *q)
 {
 	int			keep = 0;
+	ZklRc		lost = ZKL_RC_OK;
 
 	c->stats = palloc0(sizeof(ZklOp *) * Max(q->nkids, 1));
 	c->nstats = q->nkids;
@@ -404,6 +429,12 @@ engine_order_ties(ZklContender *c, ZklQueue *q)
 	{
 		ZklRc		rc = c->stats[i] ? zkl_session_answer(c->stats[i]) : ZKL_RC_OK;
 
+		if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
+		{
+			if (lost != ZKL_RC_SESSION_LOST)
+				lost = rc;
+			continue;
+		}
 		if (rc == ZKL_RC_NO_NODE)
 			continue;
 		if (rc != ZKL_RC_OK)
@@ -415,8 +446,11 @@ engine_order_ties(ZklContender *c, ZklQueue *q)
 	for (int i = 0; i < c->nstats; i++)
 		engine_drop(&c->stats[i]);
 	c->nstats = 0;
+	if (lost != ZKL_RC_OK)
+		return lost;
 	q->nkids = keep;
 	zkl_names_sort(q->kids, q->nkids);
+	return ZKL_RC_OK;
 }
 
 /*
@@ -468,9 +502,17 @@ engine_decide(ZklContender *c)
 	bool		expired;
 	ZklVerdict	verdict;
 
+	if (rc == ZKL_RC_OK || rc == ZKL_RC_NO_NODE)
+	{
+		ZklRc		acl_rc = engine_check_acl(c);
+
+		if (acl_rc != ZKL_RC_OK)
+			rc = acl_rc;
+	}
 	if (rc == ZKL_RC_CONNECTION_LOST || rc == ZKL_RC_SESSION_LOST)
 	{
 		engine_drop(&c->list);
+		engine_drop(&c->acl);
 		return engine_lost(c, rc);
 	}
 	if (rc == ZKL_RC_NO_NODE)
@@ -478,7 +520,6 @@ engine_decide(ZklContender *c)
 	if (rc != ZKL_RC_OK)
 		zkl_session_raise(c->list, c->dir);
 
-	c->session_lost = 0;
 	MemoryContextReset(c->listing_cxt);
 	outer = MemoryContextSwitchTo(c->listing_cxt);
 	n = zkl_session_op_children(c->list, &listed);
@@ -498,15 +539,23 @@ engine_decide(ZklContender *c)
 		for (int i = 0; i < q.nkids; i++)
 			if (zkl_names_tied(q.kids, q.nkids, i))
 			{
-				engine_order_ties(c, &q);
+				rc = engine_order_ties(c, &q);
 				break;
 			}
+		if (rc != ZKL_RC_OK)
+		{
+			/* A czxid was lost with the connection: list again after. */
+			MemoryContextSwitchTo(outer);
+			return engine_lost(c, rc);
+		}
 		for (int i = 0; i < q.nkids; i++)
 			if (strcmp(q.kids[i].name, own) == 0)
 				self = i;
 		present = self >= 0;
 	}
 	MemoryContextSwitchTo(outer);
+	/* Every read of this listing answered: the session answers again. */
+	c->session_lost = 0;
 	if (!present)
 		engine_raise_vanished(c);
 
@@ -639,12 +688,20 @@ engine_log_wait(ZklContender *c)
 			 detail ? errdetail_internal("%s", detail) : 0));
 }
 
-/* Wait for the watch, in slices between deadlock searches. */
+/*
+ * Wait for the watch, in slices between deadlock searches.  Our own node
+ * is watched by the session: its deletion by someone else wakes the wait
+ * (a loss after the mark) or is seen here before it (a loss before), and
+ * fails the acquisition at once, whatever the blocker does.
+ */
 static ZklContenderState
 engine_wait(ZklContender *c)
 {
 	bool		search;
 	TimestampTz until = zkl_deadlock_wait_until(&c->dl, c->deadline, &search);
+
+	if (zkl_session_health(c->epoch, c->node) == ZKL_HEALTH_LOST)
+		engine_raise_lost(c);
 
 	if (!c->waited)
 	{
@@ -659,10 +716,11 @@ engine_wait(ZklContender *c)
 		/*
 		 * The hand-off: the notice of the blocker's deletion is the grant,
 		 * with no listing on the way (the set runner still proves the lease
-		 * before the token goes out).  Any other wake (a change, a session event, another
-		 * node's deletion) lists again.  Without the listing, a deletion of
-		 * our own node by someone else is not seen here but by the next
-		 * lease proof, which marks the lock lost (as for any held lock).
+		 * before the token goes out).  Any other wake (a change, a session
+		 * event, another node's deletion, our own node's) lists again, or
+		 * fails at the top of the next slice when our node is lost.  A
+		 * deletion of our own node notified after the blocker's is seen by
+		 * the proof before the token goes out, or marks the lock lost.
 		 */
 		if (c->watched && c->handoff &&
 			zkl_session_deleted_since(&c->mark, c->watched))
@@ -703,7 +761,7 @@ engine_reconnect(ZklContender *c)
 		 */
 		if (zkl_session_health(c->epoch, NULL) == ZKL_HEALTH_LOST)
 			engine_raise_expired(c);
-		zkl_session_connect();
+		zkl_session_connect_until(c->deadline);
 		if (zkl_session_epoch() != c->epoch)
 			engine_raise_expired(c);
 		return c->create ? CS_FIND_OWN : CS_ENQUEUE;
@@ -786,7 +844,9 @@ engine_find_own(ZklContender *c)
 	c->node = found;
 	c->token = czxid;
 	zkl_session_adopt_node(found);
-	engine_check_acl(c);
+	rc = engine_check_acl(c);
+	if (rc != ZKL_RC_OK)
+		return engine_lost(c, rc);
 	return CS_LIST;
 }
 

@@ -89,6 +89,7 @@ struct ZklContender
 	ZklOp	   *create;
 	ZklOp	   *list;
 	ZklOp	   *acl;
+	bool		acl_unread;		/* its answer was lost: read it again */
 	ZklOp	   *watch;
 	ZklOp	   *stat;
 	ZklOp	  **stats;			/* czxid of tied children */

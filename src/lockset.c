@@ -441,7 +441,7 @@ lockset_await_answers(ZklReleaseAt at)
 {
 	int			timeout_ms;
 
-	switch (zkl_session_await_releases(&timeout_ms))
+	switch (zkl_session_await_releases(&timeout_ms, at == ZKL_AT_GIVE_UP))
 	{
 		case ZKL_RELEASE_CONFIRMED:
 			break;
@@ -465,6 +465,13 @@ lockset_await_answers(ZklReleaseAt at)
 					 errmsg("ZooKeeper did not confirm the release within %d ms", timeout_ms),
 					 lockset_release_detail(at),
 					 errhint("The nodes go when the ensemble expires this backend's ZooKeeper session.")));
+			break;
+		case ZKL_RELEASE_DISCONNECTED:
+			ereport(WARNING,
+					(errcode(ERRCODE_CONNECTION_EXCEPTION),
+					 errmsg("lost connection to ZooKeeper before it confirmed the release"),
+					 lockset_release_detail(at),
+					 errhint("The deletes are sent again once the connection is back; at the latest, the nodes go when the ensemble expires this backend's ZooKeeper session.")));
 			break;
 	}
 }
@@ -686,7 +693,7 @@ lockset_take(const ZklName *names, ZklLockKey *keys, const int *fresh,
 	if (timeout_ms >= 0)
 		deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 											   timeout_ms);
-	zkl_session_connect();
+	zkl_session_connect_until(deadline);
 	for (int k = 0; k < nfresh; k++)
 	{
 		dirs[k] = zkl_lockset_dir(&names[fresh[k]]);

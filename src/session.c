@@ -851,6 +851,8 @@ session_close_lost(bool ended)
 				 errdetail("No answer within the session timeout proved that the ensemble still knew it.")));
 }
 
+static void session_connect(bool acquiring, TimestampTz deadline);
+
 /*
  * Make sure this backend has a connected session: open one lazily on the
  * first call or after loss; wait for a reconnect within connect_timeout.
@@ -858,10 +860,36 @@ session_close_lost(bool ended)
 void
 zkl_session_connect(void)
 {
+	session_connect(false, 0);
+}
+
+/*
+ * zkl_session_connect for an acquisition with a deadline (0: none).  A
+ * session that is reconnecting lives until the ensemble expires it, so the
+ * wait for the reconnect lasts until the deadline, or without one for the
+ * session timeout, never less than connect_timeout: a lock timeout longer
+ * than connect_timeout is not cut short while the session may come back.
+ */
+void
+zkl_session_connect_until(TimestampTz deadline)
+{
+	session_connect(true, deadline);
+}
+
+/*
+ * Both of the above: an acquisition waits for a reconnect until its
+ * deadline, anything else within connect_timeout.
+ */
+static void
+session_connect(bool acquiring, TimestampTz deadline)
+{
 	bool		have;
 	bool		ended;
 	bool		lost;
 	bool		connected;
+	int			timeout_ms;
+	TimestampTz now;
+	TimestampTz until;
 
 	zkl_sess_log_flush();
 	pthread_mutex_lock(&zkl_sess_sync_mu);
@@ -869,6 +897,8 @@ zkl_session_connect(void)
 	ended = zkl_sess_state_ended_locked();
 	lost = ended || zkl_sess_lease_lost_locked();
 	connected = zkl_sess_state_connected_locked();
+	timeout_ms = zkl_sess_state_timeout_ms_locked() > 0 ?
+		zkl_sess_state_timeout_ms_locked() : zkl_session_timeout;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 
 	if (have && lost)
@@ -886,15 +916,21 @@ zkl_session_connect(void)
 		zkl_sess_cleanup_issue();
 		return;
 	}
+	now = GetCurrentTimestamp();
+	until = TimestampTzPlusMilliseconds(now, zkl_connect_timeout);
+	if (acquiring && deadline != 0 && deadline > until)
+		until = deadline;
+	else if (acquiring && deadline == 0 && timeout_ms > zkl_connect_timeout)
+		until = TimestampTzPlusMilliseconds(now, timeout_ms);
 	if (!zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, zkl_sess_state_settled, NULL,
-							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														  zkl_connect_timeout)))
+							  until))
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
-				 errdetail("No server answered within %d ms.", zkl_connect_timeout)));
+				 errdetail("No server answered within %ld ms.",
+						   (long) ((until - now) / 1000))));
 	/* Connected again, or lost: look again. */
-	zkl_session_connect();
+	session_connect(acquiring, deadline);
 }
 
 /* Prefix shared by every node this session creates (its uuid's head). */
@@ -938,19 +974,30 @@ zkl_session_info(ZklSessionInfo *info)
 	}
 }
 
+/* The deletes a release waits for: queued up to mark; a give-up's wait. */
+typedef struct ZklReleaseMark
+{
+	uint64		mark;
+	bool		give_up;
+} ZklReleaseMark;
+
 /*
  * Whether the deletes queued up to the mark are settled: answered, or
  * gone with the session (expired or closed, so its nodes are gone, or
  * lost, so that the ensemble may have expired it and nothing this backend
- * waits for can make its nodes go sooner).  Caller holds mu.
+ * waits for can make its nodes go sooner); for a give-up's wait, also
+ * once the connection is down.  Caller holds mu.
  */
 static bool
 session_releases_settled(void *arg)
 {
+	const ZklReleaseMark *m = (const ZklReleaseMark *) arg;
+
 	return zkl_sess_state_handle() == NULL ||
 		zkl_sess_state_ended_locked() ||
 		zkl_sess_lease_lost_locked() ||
-		!zkl_sess_cleanup_pending_locked(*(uint64 *) arg);
+		!zkl_sess_cleanup_pending_locked(m->mark) ||
+		(m->give_up && !zkl_sess_state_connected_locked());
 }
 
 /*
@@ -961,19 +1008,38 @@ session_releases_settled(void *arg)
  * runs after a commit too, where nothing may raise; a cancel or terminate
  * request ends the wait and the caller says so.  *timeout_ms gets the
  * bound used.
+ *
+ * An acquisition giving up (give_up) waits so only while the connection
+ * is up: its error is on its way already (a cancel, statement_timeout),
+ * and with the connection down its deletes can only go after the
+ * reconnect (they stay queued): the wait ends as soon as the library
+ * sees the connection down (at once when it is down already, within two
+ * thirds of the session timeout for a connection gone silent), and says
+ * so (ZKL_RELEASE_DISCONNECTED).
  */
 ZklReleaseWait
-zkl_session_await_releases(int *timeout_ms)
+zkl_session_await_releases(int *timeout_ms, bool give_up)
 {
-	uint64		mark;
+	ZklReleaseMark m;
+	ZklReleaseWait result;
 
+	m.give_up = give_up;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	mark = zkl_sess_cleanup_mark_locked();
+	m.mark = zkl_sess_cleanup_mark_locked();
 	*timeout_ms = zkl_sess_state_timeout_ms_locked() > 0 ?
 		zkl_sess_state_timeout_ms_locked() : zkl_session_timeout;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	zkl_sess_cleanup_issue();
-	return zkl_sess_wait_held(session_releases_settled, &mark,
-							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														  *timeout_ms));
+	result = zkl_sess_wait_held(session_releases_settled, &m,
+								TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															*timeout_ms));
+	if (result == ZKL_RELEASE_CONFIRMED && give_up)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		m.give_up = false;
+		if (!session_releases_settled(&m))
+			result = ZKL_RELEASE_DISCONNECTED;
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+	}
+	return result;
 }

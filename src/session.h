@@ -45,6 +45,7 @@ typedef struct ZklWatchMark
 {
 	uint64		watch_events;
 	uint64		session_events;
+	uint64		node_losses;	/* nodes of ours deleted by someone else */
 } ZklWatchMark;
 
 /*

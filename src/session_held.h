@@ -25,6 +25,7 @@
 #include "zkltypes.h"
 
 extern void zkl_session_connect(void);
+extern void zkl_session_connect_until(TimestampTz deadline);
 extern uint64 zkl_session_epoch(void);
 extern ZklLockHealth zkl_session_health(uint64 epoch, const char *node);
 extern ZklLockHealth zkl_session_prove(uint64 epoch, const char *node,
@@ -32,7 +33,8 @@ extern ZklLockHealth zkl_session_prove(uint64 epoch, const char *node,
 extern int64 zkl_session_unheard_ms(void);
 extern void zkl_session_info(ZklSessionInfo *info);
 extern void zkl_session_release(const char *path);
-extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms);
+extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms,
+												  bool give_up);
 extern char *zkl_session_take_denied(int *count);
 
 #endif							/* ZKLOCK_SESSION_HELD_H */

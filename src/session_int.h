@@ -174,6 +174,7 @@ extern bool zkl_sess_lease_add_node_locked(const char *path);
 extern void zkl_sess_lease_forget_node_locked(const char *path);
 extern void zkl_sess_lease_renew_locked(const ZklStamp *sent);
 extern bool zkl_sess_lease_lost_locked(void);
+extern uint64 zkl_sess_lease_node_losses_locked(void);
 extern void zkl_sess_lease_mark_lost_locked(void);
 extern void zkl_sess_lease_wake_locked(void);
 extern void zkl_sess_lease_watch_nodes(void);

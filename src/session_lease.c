@@ -95,6 +95,7 @@ typedef struct ZklProof
 
 /* Under mu. */
 static ZklNode *zkl_lease_nodes = NULL; /* our lock nodes */
+static uint64 zkl_lease_node_losses = 0;	/* nodes found lost, ever */
 static bool zkl_lease_have_proof = false;	/* proof_sent is set */
 static ZklStamp zkl_lease_proof_sent;	/* send time of the last write answered */
 static int	zkl_lease_proofs_in_flight = 0;
@@ -165,6 +166,30 @@ zkl_sess_lease_renew_locked(const ZklStamp *sent)
 		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) > 0)
 		zkl_lease_proof_sent = *sent;
 	zkl_lease_have_proof = true;
+}
+
+/*
+ * A node of ours was deleted by someone else: its lock is lost, and a
+ * waiter queued with it must hear of it (zkl_sess_lease_node_losses_locked)
+ * even when nothing else in its queue changes.  Caller holds mu.
+ */
+static void
+session_lease_node_lost_locked(ZklNode *n)
+{
+	if (n->lost)
+		return;
+	n->lost = true;
+	zkl_lease_node_losses++;
+}
+
+/*
+ * How many nodes of ours were found deleted by someone else so far: a wait
+ * ends when this changes.  Caller holds mu.
+ */
+uint64
+zkl_sess_lease_node_losses_locked(void)
+{
+	return zkl_lease_node_losses;
 }
 
 /* Register a node of ours (held or queued).  Caller holds mu. */
@@ -253,7 +278,7 @@ session_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	n = session_lease_find_locked(path);
 	if (n != NULL && type == ZOO_DELETED_EVENT)
-		n->lost = true;
+		session_lease_node_lost_locked(n);
 	else if (n != NULL)
 	{
 		n->watched = false;
@@ -280,8 +305,10 @@ session_own_watch_unlimbo(ZklOwnWatch *w)
 
 /*
  * The answer to a watch on a node of ours, on the IO thread: set, or the
- * node is gone already (lost, as if notified), or the connection dropped
- * first (the lease thread sends it again once connected).
+ * node is gone already (lost, as if notified), or not set: the lease
+ * thread sends it again.  At once (once connected) after a lost connection
+ * or a session moved to another server; after any other error at its next
+ * round, so that an error answered every time does not spin.
  */
 static void
 session_own_watched(int rc, const char *value, int value_len,
@@ -303,11 +330,13 @@ session_own_watched(int rc, const char *value, int value_len,
 	}
 	n = session_lease_find_locked(w->path);
 	if (n != NULL && rc == ZNONODE)
-		n->lost = true;
-	else if (n != NULL && zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST)
+		session_lease_node_lost_locked(n);
+	else if (n != NULL && rc != ZOK)
 	{
 		n->watched = false;
-		zkl_sess_lease_wake_locked();
+		if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST ||
+			rc == ZSESSIONMOVED)
+			zkl_sess_lease_wake_locked();
 	}
 	/* Answered before its send returned: the sender frees it. */
 	sender_frees = w->answered = w->sending;
@@ -326,10 +355,15 @@ session_own_watched(int rc, const char *value, int value_len,
  * requests in order, so a deletion before the watch is set is answered
  * ZNONODE, to the same effect.  Any thread, not holding mu; never blocks
  * nor raises.  A send that fails leaves the node to the lease thread.
+ * One call sends at most one watch per node that needed one when it
+ * began: a watch refused with an error (answered while this call runs)
+ * waits for the lease thread's next round, not sent again here at once.
  */
 void
 zkl_sess_lease_watch_nodes(void)
 {
+	int			budget = -1;
+
 	for (;;)
 	{
 		ZklOwnWatch *w = NULL;
@@ -338,7 +372,13 @@ zkl_sess_lease_watch_nodes(void)
 		int			rc;
 
 		pthread_mutex_lock(&zkl_sess_sync_mu);
-		zh = zkl_sess_state_handle();
+		if (budget < 0)
+		{
+			budget = 0;
+			for (n = zkl_lease_nodes; n; n = n->next)
+				budget += !n->watched && !n->lost;
+		}
+		zh = budget > 0 ? zkl_sess_state_handle() : NULL;
 		for (n = zkl_lease_nodes; zh != NULL && n && w == NULL; n = n->next)
 		{
 			if (n->watched || n->lost)
@@ -352,6 +392,7 @@ zkl_sess_lease_watch_nodes(void)
 			w->limbo = false;
 			strcpy(w->path, n->path);
 			n->watched = true;
+			budget--;
 		}
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		if (w == NULL)
@@ -431,7 +472,7 @@ session_proof_node_gone(ZklProof *p)
 			continue;
 		for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
 			if (strcmp(n->path, p->paths[i]) == 0)
-				n->lost = true;
+				session_lease_node_lost_locked(n);
 	}
 }
 
@@ -735,16 +776,21 @@ session_prove_once(TimestampTz deadline)
  * or a re-entrant acquire relies on it.  Inside the lease this costs
  * nothing; otherwise proofs are sent (waiting for a reconnect if need be)
  * until one succeeds or the lease runs out, which bounds the wait by the
- * session timeout; a deadline (not 0) may end it earlier, in doubt.
- * Returns the health then.
+ * session timeout; a deadline (not 0) may end it earlier, in doubt.  A
+ * lease with no proof yet (a node adopted while the connection was down)
+ * runs out one session timeout after the first try.  Returns the health
+ * then.
  */
 ZklLockHealth
 zkl_session_prove(uint64 epoch, const char *node, TimestampTz deadline)
 {
+	TimestampTz start = GetCurrentTimestamp();
+
 	for (;;)
 	{
 		ZklLockHealth h = zkl_session_health(epoch, node);
 		bool		had_proof;
+		int			timeout_ms;
 		int64_t		left;
 		TimestampTz until;
 
@@ -752,9 +798,10 @@ zkl_session_prove(uint64 epoch, const char *node, TimestampTz deadline)
 			return h;
 		pthread_mutex_lock(&zkl_sess_sync_mu);
 		had_proof = zkl_lease_have_proof;
+		timeout_ms = zkl_sess_state_timeout_ms_locked();
 		left = had_proof ?
-			zkl_sess_state_timeout_ms_locked() - session_lease_age_locked() + 1 :
-			zkl_sess_state_timeout_ms_locked();
+			timeout_ms - session_lease_age_locked() + 1 :
+			timeout_ms - (GetCurrentTimestamp() - start) / 1000;
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), Max(left, 1));
 		if (deadline != 0 && deadline < until)
@@ -763,7 +810,8 @@ zkl_session_prove(uint64 epoch, const char *node, TimestampTz deadline)
 			continue;
 		if (deadline != 0 && GetCurrentTimestamp() >= deadline)
 			return zkl_session_health(epoch, node);
-		if (!had_proof)
+		if (!had_proof && GetCurrentTimestamp() >=
+			TimestampTzPlusMilliseconds(start, timeout_ms))
 			return ZKL_HEALTH_LOST;
 	}
 }

@@ -252,7 +252,9 @@ session_finish(ZklOp *op, int rc)
  * lease covers it and an abandoned create still gets deleted; its answer
  * is a write the quorum committed, so it renews the lease.  Then the node
  * gets our watch (see zkl_sess_lease_watch_nodes), after the main thread
- * was woken: the acquire does not wait for it.
+ * was woken: the acquire does not wait for it.  A node that cannot be
+ * registered (no memory) is answered as failed and its delete queued
+ * here: nobody will hold it, and it would block everyone behind it.
  */
 static void
 session_created(int rc, const char *value, const struct Stat *stat,
@@ -260,6 +262,7 @@ session_created(int rc, const char *value, const struct Stat *stat,
 {
 	ZklOp	   *op = (ZklOp *) data;
 	ZklOpKind	op_kind = op->kind; /* the op may be freed below */
+	bool		orphan = false;
 	bool		issue;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
@@ -269,7 +272,9 @@ session_created(int rc, const char *value, const struct Stat *stat,
 		op->czxid = stat->czxid;
 		if (op->path == NULL || !zkl_sess_lease_add_node_locked(op->path))
 		{
-			/* The node goes with the session; treat it as lost. */
+			/* If even the delete cannot be queued, it goes with the session. */
+			if (zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, value, NULL))
+				orphan = true;
 			free(op->path);
 			op->path = NULL;
 			rc = ZSYSTEMERROR;
@@ -277,7 +282,7 @@ session_created(int rc, const char *value, const struct Stat *stat,
 		else
 			zkl_sess_lease_renew_locked(&op->sent);
 	}
-	issue = session_finish_locked(op, rc);
+	issue = session_finish_locked(op, rc) || orphan;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (issue)
 		zkl_sess_cleanup_issue();
@@ -389,6 +394,7 @@ session_new_op(ZklOpKind kind)
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	op->mark.watch_events = zkl_req_watch_events;
 	op->mark.session_events = zkl_req_session_events;
+	op->mark.node_losses = zkl_sess_lease_node_losses_locked();
 	zkl_sess_state_sent_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return op;
@@ -734,12 +740,14 @@ session_watch_fired(void *arg)
 
 	return zkl_req_watch_events != m->watch_events ||
 		zkl_req_session_events != m->session_events ||
+		zkl_sess_lease_node_losses_locked() != m->node_losses ||
 		zkl_sess_lease_lost_locked();
 }
 
 /*
- * Wait until a data watch fired, the session's state changed or its locks
- * were lost since the mark; false when the deadline came first.
+ * Wait until a data watch fired, the session's state changed, a node of
+ * ours was deleted by someone else or the session's locks were lost since
+ * the mark; false when the deadline came first.
  */
 bool
 zkl_session_await_watch(const ZklWatchMark *mark, TimestampTz deadline)
@@ -830,15 +838,18 @@ zkl_session_op_ctime(ZklOp *op)
 	return op->ctime;
 }
 
-/* A stat answer: the node's czxid and whether this session owns it. */
+/*
+ * A stat answer: the node's czxid and whether this session owns it.  The
+ * answer says so whatever the connection did since: a drop after it must
+ * not make our node someone else's (a second create, a claim forgotten).
+ */
 bool
 zkl_session_op_owned(ZklOp *op, int64 *czxid)
 {
 	bool		mine;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	mine = op->owner != 0 && op->owner == zkl_sess_state_session_id_locked() &&
-		zkl_sess_state_connected_locked();
+	mine = op->owner != 0 && op->owner == zkl_sess_state_session_id_locked();
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	*czxid = op->czxid;
 	return mine;

@@ -32,7 +32,8 @@ typedef enum ZklReleaseWait
 	ZKL_RELEASE_CONFIRMED,		/* answered, or the session is gone */
 	ZKL_RELEASE_TIMED_OUT,		/* no answer within the session timeout */
 	ZKL_RELEASE_CANCELED,		/* a cancel or statement_timeout ended it */
-	ZKL_RELEASE_TERMINATED		/* a terminate request ended it */
+	ZKL_RELEASE_TERMINATED,		/* a terminate request ended it */
+	ZKL_RELEASE_DISCONNECTED	/* a give-up's wait: the connection is down */
 } ZklReleaseWait;
 
 /* What zk_session() shows. */

@@ -12,6 +12,9 @@
   zkq.py HOSTS put PATH HEX  create PATH (parents too) holding the bytes
                              HEX spells; prints "created" or the class name
   zkq.py HOSTS acl PATH      the ACL of PATH, one "scheme:id perms" a line
+  zkq.py HOSTS chmod PATH N  set the ACL of PATH to world:anyone with the
+                             permission bits N (31: all); prints "set" or
+                             the error's class name
 
 Optional first arguments: --auth USER:PASSWORD authenticates with digest;
 --tls CA,CERT,KEY connects over TLS with that client certificate.
@@ -22,6 +25,7 @@ import sys
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.security import make_acl
 
 
 def walk(zk, path, out):
@@ -46,8 +50,13 @@ def main(argv):
             tls = dict(use_ssl=True, ca=ca, certfile=cert, keyfile=key,
                        verify_certs=True)
         argv = argv[:1] + argv[3:]
+    perms = None
     if argv[2:3] == ["put"] and len(argv) == 5:
         data = bytes.fromhex(argv[4])
+        argv = argv[:4]
+    elif argv[2:3] == ["chmod"] and len(argv) == 5:
+        perms = int(argv[4])
+        data = b""
         argv = argv[:4]
     elif len(argv) != 4 or argv[2] not in ("ls", "get", "tree", "delete", "create", "acl"):
         sys.stderr.write(__doc__)
@@ -74,6 +83,12 @@ def main(argv):
             try:
                 zk.create(path, data, makepath=True)
                 print("created")
+            except KazooException as e:
+                print(type(e).__name__)
+        elif cmd == "chmod":
+            try:
+                zk.set_acls(path, [make_acl("world", "anyone", all=False)._replace(perms=perms)])
+                print("set")
             except KazooException as e:
                 print(type(e).__name__)
         elif cmd == "acl":

@@ -8,7 +8,10 @@
 # - when the lock is handed to it by the deletion notice alone (the node
 #   it waited for was the only one ahead), the watch on its own node has
 #   marked that node lost, and the grant fails naming the lock; should the
-#   grant win that race, the lock shows lost (zk_locks, commit refusal).
+#   grant win that race, the lock shows lost (zk_locks, commit refusal);
+# - when its blocker stays (a session lock, a wait with no timeout), the
+#   watch on its own node wakes it: it fails at once with the same error,
+#   while the holder still holds, rather than waiting for ever.
 # Either way the lock is free for others, and nothing is left behind.
 
 use strict;
@@ -103,7 +106,32 @@ is($c->query_safe("SELECT zk_try_lock('victim2')"), 't', 'the lock is free for o
 $c->query_safe("SELECT zk_unlock('victim2')");
 ok(poll_until(sub { zk_count($zk, '/zklock/victim2') == 0 }), 'nothing is left in the directory');
 
-$_->quit for ($a, $b, $c, $d);
+# 3. The blocker stays: A holds a session lock, E waits with no timeout
+#    behind it.  E's node is deleted: E fails at once, A still holding.
+#    E's session timeout (30 s) is far beyond the 10 s bound, so that E's
+#    lease running out (its only node lost, nothing left to prove) cannot
+#    be what ends its wait.
+my $e = waiter($west);
+$e->query_safe("SET zklock.session_timeout = 30000");
+my $epid = backend_pid($e);
+$a->query_safe("SELECT zk_lock('victim3')");
+@before = zk_children($zk, '/zklock/victim3');
+start_wait($e, "SELECT zk_lock('victim3') > 0");
+ok(poll_until(sub { zk_count($zk, '/zklock/victim3') == 2 }), 'E queues');
+my $enode = new_child('/zklock/victim3', @before);
+ok(defined $enode, 'E\'s node is found');
+is(zkq($hosts, 'delete', "/zklock/victim3/$enode"), 'deleted', 'another client deletes E\'s node');
+ok(poll_until(sub { !in_call($west, $epid) }, 10),
+	'E stops waiting while A still holds');
+my ($eout, $eerr) = finish_wait($e);
+like($eerr, qr/ERROR:  ZooKeeper node of lock "victim3" vanished while waiting/,
+	'E fails naming the lock');
+is($e->query_safe("SELECT count(*) FROM zk_locks"), '0', 'E holds nothing');
+is(lock_state($a, 'victim3'), 'held', 'A still holds');
+$a->query_safe("SELECT zk_unlock('victim3')");
+ok(poll_until(sub { zk_count($zk, '/zklock/victim3') == 0 }), 'nothing is left in the directory');
+
+$_->quit for ($a, $b, $c, $d, $e);
 $east->stop('fast');
 $west->stop('fast');
 $zk->stop;

@@ -12,6 +12,11 @@
 #   server, which did not carry it out) is sent again, as after a
 #   connection loss: gdb makes the first delete of a release answer so
 #   without sending it, and zk_unlock must still return with the node gone.
+# - A cancel while the connection is down: the give-up's wait ends as soon
+#   as the library sees the connection down (here it is refused: at once;
+#   a connection gone silent, within two thirds of the session timeout),
+#   with a WARNING, not when the session timeout (30 s) has passed; the
+#   delete goes once the connection is back.
 
 use strict;
 use warnings;
@@ -109,6 +114,29 @@ SKIP:
 	is(zk_count($zk, '/zklock/moved'), 0,
 		'the delete was sent again: the node is gone when zk_unlock returns');
 	$g->detach;
+}
+
+# --- a cancel while the connection is down
+{
+	my $w = session($node, via => $proxy, warm => 1);
+	my $wpid = backend_pid($w);
+	start_wait($w, "SELECT zk_lock('gw')");
+	ok(poll_until(sub { is_waiting($node, $wpid) && zk_count($zk, '/zklock/gw') == 2 }, 30),
+		'cut off: the waiter queues');
+	$proxy->mode('cut');
+	my $t0 = time;
+	$node->safe_psql('postgres', "SELECT pg_cancel_backend($wpid)");
+	my ($out, $err) = finish_wait($w);
+	my $took = time - $t0;
+	like($err, qr/ERROR:  canceling statement due to user request/, 'cut off: the waiter is cancelled');
+	like($err, qr/WARNING:  lost connection to ZooKeeper before it confirmed the release/,
+		'cut off: with a warning that its release is not confirmed');
+	cmp_ok($took, '<', 5, 'cut off: within 5 s of the cancel, not the 30 s session timeout')
+	  or diag("took $took s");
+	$proxy->mode('pass');
+	ok(poll_until(sub { zk_count($zk, '/zklock/gw') == 1 }, 30),
+		'cut off: its node is deleted once the connection is back');
+	quit_session($w);
 }
 
 $proxy->stop;

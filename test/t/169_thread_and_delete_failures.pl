@@ -13,6 +13,9 @@
 #   whose ACL grants create and read, not delete): zk_unlock says so with
 #   a WARNING, and a try that gives up raises; neither reports success
 #   while the node stays.
+# - A create answered OK whose node cannot be registered (no memory: gdb
+#   makes the registration fail): the acquire fails, and the node is
+#   deleted, not left to block everyone queued behind it.
 
 use strict;
 use warnings;
@@ -92,6 +95,35 @@ SKIP:
 	ok(nproc($lpid, 'orig'), 'the limit is lifted');
 	is($l->query_safe("SELECT zk_try_lock('lease-thread')"), 't', 'then the lock is taken');
 	$l->query_safe("SELECT zk_unlock('lease-thread')");
+}
+
+# --- a created node that cannot be registered
+SKIP:
+{
+	my $m = session($node, warm => 1);
+	# the directory, made by zklock and left empty
+	$m->query_safe("SELECT zk_lock('no-memory'), zk_unlock('no-memory')");
+	my $g = ZkGdb->attach(backend_pid($m), non_stop => 1);
+	skip $ZkGdb::why, 5 unless $g;
+	like($g->cmd('tbreak zkl_sess_lease_add_node_locked') // '', qr/reakpoint 1 at/,
+		'gdb will stop the IO thread at the next node\'s registration');
+	start_wait($m, "SELECT zk_lock('no-memory')");
+	ok($g->wait_for(qr/Thread \d+ "[^"]*" hit Temporary breakpoint 1(\.\d+)?, zkl_sess_lease_add_node_locked/, 30),
+		'the create of its node is answered')
+	  or diag($g->output);
+	my ($thread) = $g->output =~ /Thread (\d+) "[^"]*" hit Temporary breakpoint 1/;
+	$g->cmd("thread $thread");
+	# the registration fails, as out of memory
+	$g->cmd('return 0');
+	$g->cmd('continue &');
+	($out, $err) = finish_wait($m);
+	like($err, qr/ERROR:  could not create ZooKeeper node "\/zklock\/no-memory\/_c_/,
+		'the acquire fails');
+	$g->detach;
+	ok(poll_until(sub { zk_count($zk, '/zklock/no-memory') == 0 }, 10),
+		'its node is deleted, with the session still open');
+	is($m->query_safe("SELECT zk_try_lock('no-memory')"), 't', 'then the lock is taken');
+	$m->query_safe("SELECT zk_unlock('no-memory')");
 }
 
 # --- deletes refused with ZNOAUTH

@@ -2,10 +2,11 @@
 #
 # Several locks as one: zk_lock(text[]) and its forms.
 #  - a free set of 5 names in one round trip, counted through a proxy that
-#    holds every reply (so that a pipeline is one turn); the watches on its
-#    own nodes follow in a turn of their own that the set does not wait
-#    for; its release in one; a set whose directories are missing in three,
-#    not one per name;
+#    holds every reply (so that a pipeline is one turn): when it returns,
+#    it has sent its one pipeline (5 creates, 5 listings) and nothing
+#    else but the watches on its own nodes, which follow in a turn of
+#    their own; its release in one; a set whose directories are missing
+#    in three pipelines, not one per name;
 #  - a blocked set waits in one queue only: it holds the names before it
 #    in path order and has no node in any later queue;
 #  - timeout, cancel and terminate in the middle of a contended set leave
@@ -48,6 +49,18 @@ sub nodes_in
 	return $n;
 }
 
+# Requests of every kind but the reads that set our own nodes' watches
+# (get), the session's own (ping, auth, set_watches) and the close.
+sub requests_but_watches
+{
+	my ($proxy) = @_;
+	my $n = 0;
+	$n += $proxy->requests($_)
+	  for qw(create delete exists set get_acl set_acl list sync list2 check
+	  multi create2 remove_watches create_container);
+	return $n;
+}
+
 # --- round trips, counted through a proxy that holds every reply 300 ms
 {
 	my $proxy = ZkProxy->new($zk->port(1));
@@ -63,13 +76,18 @@ sub nodes_in
 	$proxy->mode('hold:300');
 	my $before = $proxy->turns;
 	my $gets = $proxy->requests('get');
-	my $t0 = time;
+	my $sent = requests_but_watches($proxy);
+	my ($creates, $lists) = ($proxy->requests('create2'), $proxy->requests('list'));
 	my $tokens = $s->query_safe(
 		"SELECT zk_lock(ARRAY['rt-4', 'rt-2', 'rt-5', 'rt-1', 'rt-3'])");
-	my $took = time - $t0;
+	my ($turns, $after) = ($proxy->turns - $before, requests_but_watches($proxy) - $sent);
 	like($tokens, qr/^\{\d+,\d+,\d+,\d+,\d+\}$/, 'a free set of 5 names: five tokens');
-	ok($took < 0.6, 'a free set of 5 names: it waits for one round trip (one held reply, not two)')
-	  or diag("took $took s");
+	is( join(' ', $proxy->requests('create2') - $creates, $proxy->requests('list') - $lists, $after),
+		'5 5 10',
+		'a free set of 5 names: by its return it sent 5 creates and 5 listings, nothing else');
+	ok($turns >= 1 && $turns <= 2,
+		'a free set of 5 names: all of them in one turn (the watches\' being the only other)')
+	  or diag("turns $turns");
 	# The watches on its own nodes, sent once the creates were answered.
 	ok(poll_until(sub { $proxy->turns - $before == 2 && $proxy->requests('get') - $gets == 5 }, 10),
 		'then five watches on its own nodes, in one turn of their own');
@@ -84,12 +102,17 @@ sub nodes_in
 	is(nodes_in(map { "rt-$_" } 1 .. 5), 0, 'and the nodes are gone when it returns');
 
 	$before = $proxy->turns;
-	$t0 = time;
+	$sent = requests_but_watches($proxy);
+	my %kinds = map { $_ => $proxy->requests($_) } qw(create2 create_container list);
 	$s->query_safe("SELECT zk_lock(ARRAY['cold-1', 'cold-2', 'cold-3', 'cold-4', 'cold-5'])");
-	$took = time - $t0;
+	($turns, $after) = ($proxy->turns - $before, requests_but_watches($proxy) - $sent);
+	is( join(' ', (map { $proxy->requests($_) - $kinds{$_} } qw(create2 create_container list)), $after),
+		'15 5 10 30',
+		'missing directories: by its return, three pipelines (5 creates and 5 listings; 5 directories and their parent, 5 times; the 10 again), nothing else');
+	ok($turns >= 3 && $turns <= 4, 'in three turns (the watches\' being the only other)')
+	  or diag("turns $turns");
 	ok(poll_until(sub { $proxy->turns - $before == 4 }, 10),
-		'missing directories: three round trips (enqueue, directories, enqueue), not one per name, then the watches');
-	ok($took < 1.2, 'it waits for three held replies, not four') or diag("took $took s");
+		'then the watches, in a turn of their own');
 	$s->query_safe('SELECT zk_unlock_all()');
 	$proxy->mode('pass');
 	quit_session($s);

@@ -1,0 +1,230 @@
+# Copyright (c) zklock contributors
+#
+# Trust follows the files (zklock.ssl): a TLS session resumed from a ticket
+# is only as good as a full handshake under the CA and CRL files in force.
+# With real TLS servers whose certificates this test makes: a new backend
+# resumes another's ticket while nothing changed; a ticket made before the
+# CRL or the CA file changed is not resumed after it, even when the file was
+# rewritten with the same size within the same second; a server certificate
+# that expired since its ticket was made is refused, not resumed; a backend
+# whose session was open across a revocation is refused at its next
+# reconnect; a revoked intermediate CA is refused (every certificate of the
+# chain is checked against the CRLs).
+
+use strict;
+use warnings;
+
+use File::Copy qw(copy);
+use FindBin;
+use lib "$FindBin::Bin/../perl";
+
+use POSIX qw(strftime);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time utime);
+use ZkCerts;
+use ZkEnsemble;
+use ZklockTest;
+
+my $certs = ZkCerts->new(dir => "$PostgreSQL::Test::Utils::tmp_check/certs-trust");
+my $a = $certs->client('a');
+my $from = '20200101000000Z';
+my $until = '20991231000000Z';
+my $server_ext = 'extendedKeyUsage = serverAuth,clientAuth';
+
+# The servers' own CA, whose revocations this test makes: two revocation
+# lists that revoke nothing (another number each, the same size), then one
+# that revokes the server's certificate.
+my $sca = $certs->ca('sca', '/O=zklock test/CN=zklock server CA');
+$certs->sign('sca', 'srv', '/O=zklock test/CN=127.0.0.1', $from, $until,
+	"subjectAltName = IP:127.0.0.1\n$server_ext");
+my $crl1 = $certs->crl('sca', 'sca-1.crl');
+my $crl2 = $certs->crl('sca', 'sca-2.crl');
+$certs->revoke('sca', 'srv');
+my $crl_revoked = $certs->crl('sca', 'sca-revoked.crl');
+is(-s $crl1, -s $crl2, 'the two revocation lists have the same size');
+isnt(slurp_file($crl1), slurp_file($crl2), 'but not the same contents');
+
+# A CA file of two CAs, and the same two in the other order: same size.
+my $bundle1 = $certs->concat('bundle-1.pem', 'sca.pem', 'other-ca.pem');
+my $bundle2 = $certs->concat('bundle-2.pem', 'other-ca.pem', 'sca.pem');
+
+# One TLS server with a certificate of $keystore; the servers trust client a.
+sub tls_server
+{
+	my ($keystore) = @_;
+	return ZkEnsemble->new(
+		servers => 1,
+		tls     => {
+			keystore    => $keystore,
+			truststore  => $certs->file('ca.pem'),
+			client_cert => $a->{cert},
+			client_key  => $a->{key} });
+}
+
+my $zk = tls_server($certs->keystore('srv'));
+
+# The cluster preloads zklock (its backends share tickets) and reads its
+# CA and CRL from files of its own, which the test rewrites in place.
+my $node = PostgreSQL::Test::Cluster->new('trust');
+$node->init;
+my $ca_file = $node->data_dir . '/zk-ca.pem';
+my $crl_file = $node->data_dir . '/zk.crl';
+copy($bundle1, $ca_file) or die $!;
+copy($crl1, $crl_file) or die $!;
+$node->append_conf('postgresql.conf', join("\n",
+	"shared_preload_libraries = 'zklock'",
+	"zklock.hosts = '" . $zk->connect_string . "'",
+	"zklock.session_timeout = 20000",
+	"zklock.connect_timeout = 5000",
+	"zklock.log_sessions = on",
+	"zklock.ssl = on",
+	"zklock.ssl_ca_file = 'zk-ca.pem'",
+	"zklock.ssl_crl_file = 'zk.crl'",
+	"zklock.ssl_cert_file = '$a->{cert}'",
+	"zklock.ssl_key_file = '$a->{key}'") . "\n");
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION zklock');
+
+# A new backend takes and releases a lock: ('1/0' full handshake, '1/1'
+# resumed, or the error), from zklock.log_sessions.
+sub new_backend
+{
+	my $from_pos = -s $node->logfile;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"SELECT zk_lock('trust', '5s'), zk_unlock('trust')");
+	return $err if $ret != 0;
+	my $log = slurp_file($node->logfile, $from_pos);
+	return $log =~ /TLS: (\d+) handshakes?, (\d+) resumed\./ ? "$1/$2" : 'no log line';
+}
+
+# Until a new backend resumes (the first after a change makes a full
+# handshake and leaves its ticket): true when one did, within six.
+sub resumes
+{
+	for (1 .. 6)
+	{
+		my $r = new_backend();
+		return 1 if $r eq '1/1';
+		return 0 if $r !~ m{^1/0$};
+	}
+	return 0;
+}
+
+# Rewrite a file in place with other contents of the same size, and give
+# it back the whole second of its modification time: a change that size
+# and seconds do not show.
+sub rewrite_same_second
+{
+	my ($file, $contents_of) = @_;
+	my @st = stat($file) or die "$file: $!";
+	my $data = slurp_file($contents_of);
+	die "not the same size" unless length($data) == $st[7];
+	open my $fh, '+<', $file or die "$file: $!";
+	print {$fh} $data;
+	close $fh;
+	utime($st[8], $st[9], $file) or die "utime $file: $!";
+	return;
+}
+
+my $resumption = $zk->server_line ne '3.9';
+
+SKIP:
+{
+	skip 'ZooKeeper 3.9 servers do not resume TLS sessions', 5 unless $resumption;
+
+	ok(resumes(), 'a new backend resumes another\'s ticket while nothing changed');
+
+	rewrite_same_second($crl_file, $crl2);
+	is(new_backend(), '1/0',
+		'after the CRL file was rewritten (same size, same second), the old ticket is not resumed');
+	ok(resumes(), 'a ticket made under the new CRL file is resumed');
+
+	rewrite_same_second($ca_file, $bundle2);
+	is(new_backend(), '1/0',
+		'after the CA file was rewritten (same size, same second), the old ticket is not resumed');
+	ok(resumes(), 'a ticket made under the new CA file is resumed');
+}
+
+# --- a backend open across a revocation and reload is refused at its
+# next reconnect, as a new backend is.
+{
+	my $bg = waiter($node);
+	like($bg->query_safe("SELECT zk_lock('across')"), qr/^\d+$/,
+		'a backend takes a lock over TLS');
+	copy($crl_revoked, "$crl_file.new") or die $!;
+	rename("$crl_file.new", $crl_file) or die $!;
+	$node->reload;
+	like(new_backend(), qr/ERROR:  could not connect to ZooKeeper server "127\.0\.0\.1:\d+" over TLS\nDETAIL:  .*certificate revoked/,
+		'after the revocation and reload, a new backend is refused');
+	$zk->kill_server(1);
+	$zk->restart_server(1);
+	my $zklog = $zk->log_file(1);
+	my $pos = -s $zklog;
+	ok(poll_until(sub { slurp_file($zklog, $pos) =~ /Unsuccessful handshake/ }, 30),
+		'the open backend reconnects, and its handshake fails');
+	$bg->query("SELECT zk_lock('across-2', '1s')");
+	like($bg->{stderr}, qr/ERROR:/, 'the open backend takes no further lock');
+	my $state = $bg->query("SELECT state FROM zk_session()");
+	isnt($state, 'connected', "its session is not connected again (state $state)");
+	$bg->quit;
+	copy($crl2, "$crl_file.new") or die $!;
+	rename("$crl_file.new", $crl_file) or die $!;
+}
+$zk->stop;
+
+# --- an expired server certificate is refused on a resumed handshake: a
+# certificate valid for a few seconds more, a ticket made while it was
+# valid, then a new backend after it expired.
+SKIP:
+{
+	skip 'ZooKeeper 3.9 servers do not resume TLS sessions', 3 unless $resumption;
+	my $end = time + 30;
+	$certs->sign('sca', 'short', '/O=zklock test/CN=127.0.0.1', $from,
+		strftime('%Y%m%d%H%M%SZ', gmtime($end)),
+		"subjectAltName = IP:127.0.0.1\n$server_ext");
+	my $short = tls_server($certs->keystore('short'));
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET zklock.hosts = '" . $short->connect_string . "'; SELECT pg_reload_conf()");
+	ok(resumes(), 'while the certificate is valid, a new backend resumes');
+	ok(poll_until(sub { time > $end + 1 }, 40), 'the certificate expired');
+	like(new_backend(), qr/DETAIL:  .*certificate has expired/,
+		'then a new backend does not resume its ticket: the certificate is refused');
+	$short->stop;
+}
+
+# --- a revoked intermediate CA is refused: root, intermediate, server; the
+# CRL file holds a list from each CA.
+{
+	$certs->ca('iroot', '/O=zklock test/CN=zklock root CA');
+	$certs->sign('iroot', 'imid', '/O=zklock test/CN=zklock intermediate CA', $from, $until,
+		"basicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign,cRLSign");
+	$certs->concat('imid.pem', 'imid.crt');    # as a CA, where sign reads it
+	$certs->sign('imid', 'ileaf', '/O=zklock test/CN=127.0.0.1', $from, $until,
+		"subjectAltName = IP:127.0.0.1\n$server_ext");
+	$certs->crl('imid', 'imid.crl');
+	$certs->crl('iroot', 'iroot-1.crl');
+	$certs->revoke('iroot', 'imid');
+	$certs->crl('iroot', 'iroot-revoked.crl');
+	my $ok_crls = $certs->concat('chain-ok.crl', 'iroot-1.crl', 'imid.crl');
+	my $revoked_crls = $certs->concat('chain-revoked.crl', 'iroot-revoked.crl', 'imid.crl');
+	my $srv = tls_server($certs->keystore('ileaf', 'imid'));
+	my $set = sub {
+		my ($crl) = @_;
+		$node->safe_psql('postgres', join('; ',
+			"ALTER SYSTEM SET zklock.hosts = '" . $srv->connect_string . "'",
+			"ALTER SYSTEM SET zklock.ssl_ca_file = '" . $certs->file('iroot.pem') . "'",
+			"ALTER SYSTEM SET zklock.ssl_crl_file = '$crl'",
+			'SELECT pg_reload_conf()'));
+	};
+	$set->($ok_crls);
+	like(new_backend(), qr{^1/[01]$}, 'a chain through an intermediate CA is accepted, with a CRL from each CA');
+	$set->($revoked_crls);
+	like(new_backend(), qr/ERROR:  could not connect to ZooKeeper server "127\.0\.0\.1:\d+" over TLS\nDETAIL:  .*certificate revoked/,
+		'a server certificate under a revoked intermediate CA is refused');
+	$srv->stop;
+}
+
+finish(nodes => [$node]);
+done_testing();

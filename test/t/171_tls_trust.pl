@@ -9,7 +9,9 @@
 # that expired since its ticket was made is refused, not resumed; a backend
 # whose session was open across a revocation is refused at its next
 # reconnect; a revoked intermediate CA is refused (every certificate of the
-# chain is checked against the CRLs).
+# chain is checked against the CRLs).  A certificate without subject
+# alternative names matches a host name by its common name, never an
+# address; the names of a refused certificate are escaped in messages.
 
 use strict;
 use warnings;
@@ -223,6 +225,56 @@ SKIP:
 	$set->($revoked_crls);
 	like(new_backend(), qr/ERROR:  could not connect to ZooKeeper server "127\.0\.0\.1:\d+" over TLS\nDETAIL:  .*certificate revoked/,
 		'a server certificate under a revoked intermediate CA is refused');
+	$srv->stop;
+}
+
+# --- the names of a refused certificate: a certificate with no subject
+# alternative name matches a host name by its common name, as ZooKeeper's
+# Java client and OpenSSL do, never an address; what a refused certificate
+# carries is escaped in the message (a newline as \x0a).
+{
+	# A certificate of the servers' CA with only a common name, from a
+	# request whose subject openssl reads from a file (newlines included).
+	my $cn_only = sub {
+		my ($name, $cn) = @_;
+		my $cnf = $certs->file("$name.req.cnf");
+		open my $fh, '>', $cnf or die "$cnf: $!";
+		print $fh "[ req ]\nprompt = no\ndistinguished_name = dn\n"
+		  . "[ dn ]\nO = zklock test\nCN = $cn\n";
+		close $fh;
+		my $d = $certs->file('');
+		system("cd '$d' && openssl req -new -newkey rsa:2048 -nodes -keyout $name.key"
+			  . " -config $name.req.cnf -out $name.csr >>openssl.log 2>&1"
+			  . " && openssl x509 -req -in $name.csr -CA sca.pem -CAkey sca.key"
+			  . " -set_serial 0x$$ -days 3650 -out $name.crt >>openssl.log 2>&1") == 0
+		  or die "openssl for $name failed";
+		chmod 0600, $certs->file("$name.key");
+		return $certs->keystore($name);
+	};
+	my $set = sub {
+		my ($hosts) = @_;
+		$node->safe_psql('postgres', join('; ',
+			"ALTER SYSTEM SET zklock.hosts = '$hosts'",
+			"ALTER SYSTEM SET zklock.ssl_ca_file = '$sca'",
+			"ALTER SYSTEM RESET zklock.ssl_crl_file",
+			'SELECT pg_reload_conf()'));
+	};
+	my $srv = tls_server($cn_only->('cn-localhost', 'localhost'));
+	$set->('localhost:' . $srv->port(1));
+	like(new_backend(), qr{^1/[01]$},
+		'a certificate without subject alternative names matches a host name by its common name');
+	$set->('127.0.0.1:' . $srv->port(1));
+	like(new_backend(), qr/DETAIL:  The server's certificate does not name "127\.0\.0\.1", the address it was reached under; it carries no subject alternative name, only the common name "localhost"\./,
+		'but never an address');
+	$srv->stop;
+
+	$srv = tls_server($cn_only->('cn-forged', 'localhost\nLOG:  forged\\\\'));
+	$set->('localhost:' . $srv->port(1));
+	my $log_from = -s $node->logfile;
+	like(new_backend(), qr/only the common name "localhost\\x0aLOG:  forged\\\\"\./,
+		'a refused certificate\'s name is escaped in the message');
+	unlike(slurp_file($node->logfile, $log_from), qr/^LOG:  forged/m,
+		'and writes no line of its own into the server log');
 	$srv->stop;
 }
 

@@ -881,6 +881,7 @@ zkl_session_connect(void)
 		session_open();
 		return;
 	}
+	zkl_sess_tls_follow_settings();
 	if (connected)
 	{
 		zkl_sess_cleanup_issue();

@@ -139,6 +139,7 @@ typedef struct ZklTlsSession
 	SSL_CTX    *ctx;
 	ZklTlsTrust *trust;			/* the files in force; under mu */
 	unsigned char identity[SHA256_DIGEST_LENGTH];	/* cert and key files' */
+	/* The files in force, under mu (zkl_sess_tls_follow_settings): */
 	char		ca_path[MAXPGPATH];
 	char		crl_path[MAXPGPATH];	/* "" without zklock.ssl_crl_file */
 	bool		check_host;
@@ -849,12 +850,12 @@ tls_server_of(ZklTlsSession *ts, const struct sockaddr *addr)
  * say why as the server's refusal (verify_error -1).  Plain C.
  */
 static void
-tls_refuse_files(ZklTlsServer *sv, const ZklTlsSession *ts, ZklTrustError r,
-				 int err_no)
+tls_refuse_files(ZklTlsServer *sv, const char *ca, const char *crl,
+				 ZklTrustError r, int err_no)
 {
 	char		why[sizeof(sv->names)];
 	const char *path = (r == ZKL_TRUST_CRL_READ || r == ZKL_TRUST_CRL_PARSE) ?
-		ts->crl_path : ts->ca_path;
+		crl : ca;
 	const char *setting = (r == ZKL_TRUST_CRL_READ || r == ZKL_TRUST_CRL_PARSE) ?
 		"zklock.ssl_crl_file" : "zklock.ssl_ca_file";
 
@@ -890,17 +891,20 @@ tls_trust_now(ZklTlsSession *ts, ZklTlsServer *sv)
 	ZklTlsTrust *old;
 	ZklTrustError r;
 	int			err_no = 0;
+	char		ca[MAXPGPATH];
+	char		crl[MAXPGPATH];
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	known = tls_trust_ref_locked(ts->trust);
+	strlcpy(ca, ts->ca_path, sizeof(ca));
+	strlcpy(crl, ts->crl_path, sizeof(crl));
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	r = tls_trust_load(ts->ca_path, ts->crl_path[0] ? ts->crl_path : NULL,
-					   known, &fresh, &err_no);
+	r = tls_trust_load(ca, crl[0] ? crl : NULL, known, &fresh, &err_no);
 	ERR_clear_error();
 	if (r != ZKL_TRUST_OK)
 	{
 		tls_trust_release(known);
-		tls_refuse_files(sv, ts, r, err_no);
+		tls_refuse_files(sv, ca, crl, r, err_no);
 		return NULL;
 	}
 	if (fresh == NULL)
@@ -1450,6 +1454,63 @@ zkl_sess_tls_servers(const char *hosts)
 		p += len + (comma ? 1 : 0);
 	}
 	pfree(given);
+}
+
+/* A setting's file as an absolute path, into out (MAXPGPATH). */
+static void
+tls_setting_path(const char *value, char *out)
+{
+	if (is_absolute_path(value))
+		strlcpy(out, value, MAXPGPATH);
+	else
+		snprintf(out, MAXPGPATH, "%s/%s", DataDir, value);
+}
+
+/*
+ * Before each call that uses the open session: when a reload made
+ * zklock.ssl_ca_file or zklock.ssl_crl_file name other files, the
+ * session's next connection attempt reads those (the client certificate
+ * and key stay the session's until it closes).  An empty CA setting is
+ * left to the next session to report.  Main thread.
+ */
+void
+zkl_sess_tls_follow_settings(void)
+{
+	char		ca[MAXPGPATH];
+	char		crl[MAXPGPATH] = "";
+	bool		changed;
+
+	if (tls_session == NULL || !zkl_ssl ||
+		zkl_ssl_ca_file == NULL || zkl_ssl_ca_file[0] == '\0')
+		return;
+	tls_setting_path(zkl_ssl_ca_file, ca);
+	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
+		tls_setting_path(zkl_ssl_crl_file, crl);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	changed = strcmp(ca, tls_session->ca_path) != 0 ||
+		strcmp(crl, tls_session->crl_path) != 0;
+	if (changed)
+	{
+		strlcpy(tls_session->ca_path, ca, sizeof(tls_session->ca_path));
+		strlcpy(tls_session->crl_path, crl, sizeof(tls_session->crl_path));
+	}
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (changed)
+	{
+		char	   *new_ca = strdup(ca);
+		char	   *new_crl = crl[0] ? strdup(crl) : NULL;
+
+		if (new_ca == NULL || (crl[0] && new_crl == NULL))
+		{
+			free(new_ca);
+			free(new_crl);
+			return;
+		}
+		free(tls_ca);
+		free(tls_crl);
+		tls_ca = new_ca;
+		tls_crl = new_crl;
+	}
 }
 
 /*

@@ -19,6 +19,7 @@
 extern void zkl_sess_tls_prepare(void);
 extern void zkl_sess_tls_servers(const char *hosts);
 extern void zkl_sess_tls_share(void);
+extern void zkl_sess_tls_follow_settings(void);
 extern const char *zkl_sess_tls_describe(void);
 extern zhandle_t *zkl_sess_tls_init(const char *hosts, watcher_fn watcher,
 							   int timeout_ms, log_callback_fn log);

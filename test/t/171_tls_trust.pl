@@ -174,6 +174,31 @@ SKIP:
 	copy($crl2, "$crl_file.new") or die $!;
 	rename("$crl_file.new", $crl_file) or die $!;
 }
+
+# --- the same when the reload names another CRL file: the open backend
+# follows the setting at its next call, and its next reconnect reads it.
+{
+	my $bg = waiter($node);
+	like($bg->query_safe("SELECT zk_lock('across-path')"), qr/^\d+$/,
+		'a backend takes a lock over TLS (the CRL file revokes nothing)');
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET zklock.ssl_crl_file = '$crl_revoked'; SELECT pg_reload_conf()");
+	ok(poll_until(sub { $bg->query_safe('SHOW zklock.ssl_crl_file') eq $crl_revoked }),
+		'the open backend reloaded: zklock.ssl_crl_file names the revoking list');
+	like($bg->query_safe("SELECT zk_lock('across-path-2')"), qr/^\d+$/,
+		'its connection made before stays');
+	$zk->kill_server(1);
+	$zk->restart_server(1);
+	my $zklog = $zk->log_file(1);
+	my $pos = -s $zklog;
+	ok(poll_until(sub { slurp_file($zklog, $pos) =~ /Unsuccessful handshake/ }, 30),
+		'it reconnects, and its handshake fails');
+	$bg->query("SELECT zk_lock('across-path-3', '1s')");
+	like($bg->{stderr}, qr/ERROR:/, 'it takes no further lock');
+	$bg->quit;
+	$node->safe_psql('postgres',
+		'ALTER SYSTEM RESET zklock.ssl_crl_file; SELECT pg_reload_conf()');
+}
 $zk->stop;
 
 # --- an expired server certificate is refused on a resumed handshake: a

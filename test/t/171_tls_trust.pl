@@ -298,8 +298,8 @@ SKIP:
 	my $log_from = -s $node->logfile;
 	like(new_backend(), qr/only the common name "localhost\\x0aLOG:  forged\\\\"\./,
 		'a refused certificate\'s name is escaped in the message');
-	unlike(slurp_file($node->logfile, $log_from), qr/^LOG:  forged/m,
-		'and writes no line of its own into the server log');
+	unlike(slurp_file($node->logfile, $log_from), qr/localhost\n/,
+		'and breaks no line of the server log');
 	$srv->stop;
 }
 

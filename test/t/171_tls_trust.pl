@@ -5,13 +5,15 @@
 # With real TLS servers whose certificates this test makes: a new backend
 # resumes another's ticket while nothing changed; a ticket made before the
 # CRL or the CA file changed is not resumed after it, even when the file was
-# rewritten with the same size within the same second; a server certificate
-# that expired since its ticket was made is refused, not resumed; a backend
-# whose session was open across a revocation is refused at its next
-# reconnect; a revoked intermediate CA is refused (every certificate of the
-# chain is checked against the CRLs).  A certificate without subject
-# alternative names matches a host name by its common name, never an
-# address; the names of a refused certificate are escaped in messages.
+# rewritten with the same size within the same second; a backend whose
+# session was open across a revocation (the CRL file rewritten, or a reload
+# naming another one) is refused at its next reconnect; a server
+# certificate that expired since its ticket was made is refused, not
+# resumed; every certificate of the chain is checked against the CRLs (a
+# revoked intermediate CA is refused, and so is a chain without a list from
+# each CA).  A certificate without subject alternative names matches a host
+# name by its common name, never an address; the names of a refused
+# certificate are escaped in messages.
 
 use strict;
 use warnings;

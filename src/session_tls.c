@@ -1100,7 +1100,13 @@ tls_build_ctx(EVP_PKEY *key, const unsigned char *chain, size_t chain_len)
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
 						   tls_verify);
 		SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
-		if (SSL_CTX_set1_verify_cert_store(ctx, tls_trust->store) != 1)
+		/*
+		 * The CA file also completes our own chain (a client certificate
+		 * from an intermediate CA that zklock.ssl_cert_file does not hold):
+		 * OpenSSL builds the chain it sends from the chain store.
+		 */
+		if (SSL_CTX_set1_verify_cert_store(ctx, tls_trust->store) != 1 ||
+			SSL_CTX_set1_chain_cert_store(ctx, tls_trust->store) != 1)
 			tls_file_error("the CA certificates", tls_ca, "zklock.ssl_ca_file");
 		/* The chain as SSL_CTX_use_certificate_chain_file reads it. */
 		bio = BIO_new_mem_buf(chain, (int) chain_len);

@@ -308,5 +308,36 @@ SKIP:
 	$srv->stop;
 }
 
+# --- a client certificate from an intermediate CA that only
+# zklock.ssl_ca_file holds (zklock.ssl_cert_file holds the leaf alone): the
+# chain sent is completed from the CA file, and the server, which trusts
+# the root only, accepts it.
+{
+	$certs->ca('croot', '/O=zklock test/CN=zklock client root CA');
+	$certs->sign('croot', 'cmid', '/O=zklock test/CN=zklock client intermediate CA', $from, $until,
+		"basicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign,cRLSign");
+	$certs->concat('cmid.pem', 'cmid.crt');    # as a CA, where sign reads it
+	$certs->sign('cmid', 'cleaf', '/O=zklock test/OU=db/CN=zklock-c', $from, $until,
+		'extendedKeyUsage = clientAuth');
+	my $srv = ZkEnsemble->new(
+		servers => 1,
+		tls     => {
+			keystore    => $certs->keystore('srv'),
+			truststore  => $certs->file('croot.pem'),
+			client_cert => $certs->concat('cleaf-chain.crt', 'cleaf.crt', 'cmid.crt'),
+			client_key  => $certs->file('cleaf.key') });
+	$node->safe_psql('postgres', join('; ',
+		"ALTER SYSTEM SET zklock.hosts = '" . $srv->connect_string . "'",
+		"ALTER SYSTEM SET zklock.ssl_ca_file = '"
+		  . $certs->concat('client-chain-ca.pem', 'sca.pem', 'croot.pem', 'cmid.crt') . "'",
+		"ALTER SYSTEM RESET zklock.ssl_crl_file",
+		"ALTER SYSTEM SET zklock.ssl_cert_file = '" . $certs->file('cleaf.crt') . "'",
+		"ALTER SYSTEM SET zklock.ssl_key_file = '" . $certs->file('cleaf.key') . "'",
+		'SELECT pg_reload_conf()'));
+	like(new_backend(), qr{^1/0$},
+		'a client certificate from an intermediate CA held only by zklock.ssl_ca_file is accepted');
+	$srv->stop;
+}
+
 finish(nodes => [$node]);
 done_testing();

@@ -1120,6 +1120,11 @@ tls_build_ctx(EVP_PKEY *key, const unsigned char *chain, size_t chain_len)
 				X509_free(x);
 		}
 		BIO_free(bio);
+		/* Only "no start line" is the end of the PEM text; else it is bad. */
+		if (ok && ERR_peek_last_error() != 0 &&
+			!(ERR_GET_LIB(ERR_peek_last_error()) == ERR_LIB_PEM &&
+			  ERR_GET_REASON(ERR_peek_last_error()) == PEM_R_NO_START_LINE))
+			ok = false;
 		if (!ok)
 			tls_file_error("the certificate chain", tls_cert, "zklock.ssl_cert_file");
 		ERR_clear_error();		/* the end of the PEM text */

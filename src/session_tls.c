@@ -82,10 +82,14 @@
 #define ZKL_TLS_VERDICT_MS 1000
 
 /*
- * The longest a TLS session (ticket) is offered for resumption after the
- * server gave it, whatever lifetime the server announced.
+ * A TLS session (ticket) is offered for resumption only while the last
+ * full handshake that verified its server's chain is younger than
+ * zklock.ssl_ticket_max_age (at most 300 s), whatever lifetime the server
+ * announced; a ticket given on a resumed connection carries the time of
+ * the full handshake it descends from.  In shared memory each ticket is
+ * that time (8 bytes, big-endian seconds) followed by its DER.
  */
-#define ZKL_TLS_TICKET_MAX_AGE_S 300
+#define ZKL_TLS_VERIFIED_LEN 8
 
 /* The largest CA or CRL file read (a CRL of some 400,000 revocations). */
 #define ZKL_TLS_FILE_MAX (16 * 1024 * 1024)
@@ -126,6 +130,9 @@ typedef struct ZklTlsServer
 	/* Under mu: */
 	SSL_SESSION *resume;		/* the TLS session it gave last */
 	ZklTlsTrust *resume_trust;	/* the trust that verified it */
+	time_t		resume_verified;	/* when its chain was last verified */
+	time_t		attempt_verified;	/* likewise for the session offered to the
+									 * connection under way; 0: none */
 	ZklTlsTrust *attempt_trust; /* the trust of the connection under way */
 	uint64		resume_gen;		/* counts the sessions it gave */
 	uint64		shared_gen;		/* the last of them shared */
@@ -150,6 +157,7 @@ typedef struct ZklTlsSession
 	char		ca_path[MAXPGPATH];
 	char		crl_path[MAXPGPATH];	/* "" without zklock.ssl_crl_file */
 	bool		check_host;
+	int			ticket_max_age; /* zklock.ssl_ticket_max_age; under mu */
 	int			nservers;
 	ZklTlsServer servers[FLEXIBLE_ARRAY_MEMBER];
 } ZklTlsSession;
@@ -450,42 +458,49 @@ tls_trust_release(ZklTlsTrust *t)
 }
 
 /*
- * Whether a CRL of the store revokes a certificate: one from its issuer
- * that lists its serial.  Plain C.
+ * Whether the CRLs of the store forbid resuming with a certificate: one
+ * from its issuer lists its serial, or is past its next update (a full
+ * handshake would refuse it as expired).  Plain C.
  */
 static bool
-tls_revoked(X509 *x, X509_STORE *store)
+tls_crl_refuses(X509 *x, X509_STORE *store, time_t now)
 {
 	STACK_OF(X509_OBJECT) *objs;
-	bool		revoked = false;
+	bool		refuses = false;
 
 	if (!X509_STORE_lock(store))
 		return true;
 	objs = X509_STORE_get0_objects(store);
-	for (int i = 0; objs != NULL && i < sk_X509_OBJECT_num(objs) && !revoked; i++)
+	for (int i = 0; objs != NULL && i < sk_X509_OBJECT_num(objs) && !refuses; i++)
 	{
 		X509_OBJECT *o = sk_X509_OBJECT_value(objs, i);
 		X509_CRL   *crl = X509_OBJECT_get0_X509_CRL(o);
+		const ASN1_TIME *next;
 		X509_REVOKED *entry;
 
-		if (crl != NULL &&
-			X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_issuer_name(x)) == 0 &&
+		if (crl == NULL ||
+			X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_issuer_name(x)) != 0)
+			continue;
+		next = X509_CRL_get0_nextUpdate(crl);
+		if ((next != NULL && X509_cmp_time(next, &now) <= 0) ||
 			X509_CRL_get0_by_cert(crl, &entry, x) == 1)
-			revoked = true;
+			refuses = true;
 	}
 	X509_STORE_unlock(store);
-	return revoked;
+	return refuses;
 }
 
 /*
  * Whether a kept TLS session may be offered for resumption under a trust:
- * younger than its lifetime (the server's, at most
- * ZKL_TLS_TICKET_MAX_AGE_S), and its server certificate valid now and not
- * revoked by the CRLs in force.  The caller has checked that the session
- * was made under the same files (the trust's digest).  Plain C.
+ * within its lifetime (the server's), its server's chain verified by a
+ * full handshake less than max_age seconds ago (verified), and its server
+ * certificate valid now and neither revoked nor covered by a CRL past its
+ * next update.  The caller has checked that the session was made under
+ * the same files (the trust's digest).  Plain C.
  */
 static bool
-tls_resumable(SSL_SESSION *session, const ZklTlsTrust *trust)
+tls_resumable(SSL_SESSION *session, const ZklTlsTrust *trust,
+			  time_t verified, int max_age)
 {
 	X509	   *peer = SSL_SESSION_get0_peer(session);
 	time_t		now = time(NULL);
@@ -495,15 +510,16 @@ tls_resumable(SSL_SESSION *session, const ZklTlsTrust *trust)
 
 	if (!SSL_SESSION_is_resumable(session) || peer == NULL)
 		return false;
+	if (verified <= 0 || now < verified || now - verified >= max_age)
+		return false;
 	if (hint > 0 && hint < (unsigned long) life)
 		life = (long) hint;
-	life = Min(life, ZKL_TLS_TICKET_MAX_AGE_S);
 	if (now < made || now - made >= life)
 		return false;
 	if (X509_cmp_time(X509_get0_notAfter(peer), &now) <= 0 ||
 		X509_cmp_time(X509_get0_notBefore(peer), &now) >= 0)
 		return false;
-	return !(trust->has_crl && tls_revoked(peer, trust->store));
+	return !(trust->has_crl && tls_crl_refuses(peer, trust->store, now));
 }
 
 /*
@@ -943,6 +959,8 @@ tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 	ZklTlsTrust *trust;
 	ZklTlsTrust *old;
 	SSL_SESSION *offer = NULL;
+	time_t		verified = 0;
+	int			max_age;
 	SSL_SESSION *dropped = NULL;
 	ZklTlsTrust *dropped_trust = NULL;
 
@@ -978,10 +996,13 @@ tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	old = sv->attempt_trust;
 	sv->attempt_trust = trust;	/* our reference moves there */
+	sv->attempt_verified = 0;
+	max_age = ts->ticket_max_age;
 	if (sv->resume != NULL && sv->resume_trust != NULL &&
 		memcmp(sv->resume_trust->digest, trust->digest, sizeof(trust->digest)) == 0)
 	{
 		offer = sv->resume;
+		verified = sv->resume_verified;
 		SSL_SESSION_up_ref(offer);
 	}
 	else if (sv->resume != NULL)
@@ -993,8 +1014,13 @@ tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	tls_trust_release(old);
-	if (offer != NULL && tls_resumable(offer, trust))
-		(void) SSL_set_session(ssl, offer);
+	if (offer != NULL && tls_resumable(offer, trust, verified, max_age) &&
+		SSL_set_session(ssl, offer) == 1)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		sv->attempt_verified = verified;
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+	}
 	else if (offer != NULL)
 	{
 		pthread_mutex_lock(&zkl_sess_sync_mu);
@@ -1015,23 +1041,35 @@ tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 
 /*
  * A server gave a TLS session (a TLS 1.3 ticket, or a 1.2 session): keep
- * it, with the trust its connection was verified under, so that the next
- * connection to that server may resume it.  Plain C.
+ * it, with the trust its connection was verified under and when its chain
+ * was verified: now after a full handshake, but on a resumed connection
+ * the time of the full handshake the offered session descends from (a
+ * resumption verifies no chain; OpenSSL restarts a new ticket's clock), so
+ * that the next connection to that server may resume it within the bound.
+ * Plain C.
  */
 static int
 tls_new_session(SSL *ssl, SSL_SESSION *session)
 {
 	ZklTlsServer *sv = SSL_get_ex_data(ssl, tls_server_index);
+	bool		reused = SSL_session_reused(ssl);
+	time_t		now = time(NULL);
 	SSL_SESSION *old;
 	ZklTlsTrust *old_trust;
 
 	if (sv == NULL)
 		return 0;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (reused && sv->attempt_verified <= 0)
+	{
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return 0;				/* not kept: OpenSSL frees it */
+	}
 	old = sv->resume;
 	old_trust = sv->resume_trust;
 	sv->resume = session;
 	sv->resume_trust = tls_trust_ref_locked(sv->attempt_trust);
+	sv->resume_verified = reused ? sv->attempt_verified : now;
 	sv->resume_gen++;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	SSL_SESSION_free(old);
@@ -1402,16 +1440,22 @@ tls_shared_load(ZklTlsSession *ts, ZklTlsServer *sv)
 		return;
 	der = palloc(ZKL_TLS_TICKET_MAX);
 	len = zkl_tls_shared_get(key, der, ZKL_TLS_TICKET_MAX);
-	p = der;
-	if (len > 0)
+	p = der + ZKL_TLS_VERIFIED_LEN;
+	if (len > ZKL_TLS_VERIFIED_LEN)
 	{
-		SSL_SESSION *session = d2i_SSL_SESSION(NULL, &p, len);
+		SSL_SESSION *session = d2i_SSL_SESSION(NULL, &p,
+											   len - ZKL_TLS_VERIFIED_LEN);
+		uint64		verified = 0;
 
-		if (session != NULL && SSL_SESSION_is_resumable(session))
+		for (int i = 0; i < ZKL_TLS_VERIFIED_LEN; i++)
+			verified = (verified << 8) | der[i];
+		if (session != NULL && SSL_SESSION_is_resumable(session) &&
+			verified > 0)
 		{
 			pthread_mutex_lock(&zkl_sess_sync_mu);
 			sv->resume = session;
 			sv->resume_trust = tls_trust_ref_locked(ts->trust);
+			sv->resume_verified = (time_t) verified;
 			pthread_mutex_unlock(&zkl_sess_sync_mu);
 		}
 		else
@@ -1458,6 +1502,7 @@ zkl_sess_tls_servers(const char *hosts)
 	if (tls_crl != NULL)
 		strlcpy(ts->crl_path, tls_crl, sizeof(ts->crl_path));
 	ts->check_host = zkl_ssl_hostname_verification;
+	ts->ticket_max_age = zkl_ssl_ticket_max_age;
 	tls_session = ts;
 	for (int i = 0; i < n; i++)
 	{
@@ -1505,6 +1550,7 @@ zkl_sess_tls_follow_settings(void)
 	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
 		tls_setting_path(zkl_ssl_crl_file, crl);
 	pthread_mutex_lock(&zkl_sess_sync_mu);
+	tls_session->ticket_max_age = zkl_ssl_ticket_max_age;
 	changed = strcmp(ca, tls_session->ca_path) != 0 ||
 		strcmp(crl, tls_session->crl_path) != 0;
 	if (changed)
@@ -1544,6 +1590,7 @@ zkl_sess_tls_share(void)
 		ZklTlsServer *sv = &tls_session->servers[i];
 		SSL_SESSION *session = NULL;
 		ZklTlsTrust *trust = NULL;
+		uint64		verified = 0;
 		char		key[ZKL_TLS_KEY_MAX];
 		unsigned char *der;
 		unsigned char *q;
@@ -1556,18 +1603,22 @@ zkl_sess_tls_share(void)
 			session = sv->resume;
 			SSL_SESSION_up_ref(session);
 			trust = tls_trust_ref_locked(sv->resume_trust);
+			verified = (uint64) sv->resume_verified;
 			sv->shared_gen = sv->resume_gen;
 		}
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		if (session == NULL)
 			continue;
 		len = i2d_SSL_SESSION(session, NULL);
-		if (len > 0 && len <= ZKL_TLS_TICKET_MAX &&
+		if (len > 0 && len <= ZKL_TLS_TICKET_MAX - ZKL_TLS_VERIFIED_LEN &&
 			tls_shared_key(sv, tls_session, trust->digest, key, sizeof(key)))
 		{
-			der = q = palloc(len);
+			der = palloc(ZKL_TLS_VERIFIED_LEN + len);
+			for (int j = 0; j < ZKL_TLS_VERIFIED_LEN; j++)
+				der[j] = (unsigned char) (verified >> (56 - 8 * j));
+			q = der + ZKL_TLS_VERIFIED_LEN;
 			if (i2d_SSL_SESSION(session, &q) == len)
-				zkl_tls_shared_put(key, der, len);
+				zkl_tls_shared_put(key, der, ZKL_TLS_VERIFIED_LEN + len);
 			pfree(der);
 		}
 		SSL_SESSION_free(session);
@@ -1925,7 +1976,9 @@ tls_probe_start(int budget_ms)
 	{
 		p->session->servers[i].resume = NULL;
 		p->session->servers[i].resume_trust = NULL;
+		p->session->servers[i].resume_verified = 0;
 		p->session->servers[i].attempt_trust = NULL;
+		p->session->servers[i].attempt_verified = 0;
 		p->session->servers[i].refused = false;
 	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);

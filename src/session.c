@@ -852,6 +852,52 @@ session_close_lost(bool ended)
 }
 
 /*
+ * The wait for a reconnect ends when the session is connected or lost, or
+ * when every server was refused over TLS (its certificate, or the CA and
+ * CRL files in force): the library keeps trying, but this call need not
+ * wait for it.  Under mu.
+ */
+static bool
+session_reconnect_settled(void *arg)
+{
+	return zkl_sess_state_settled(arg) || zkl_sess_tls_all_refused_locked();
+}
+
+/* The reconnect wait ended with every server refused, nothing settled. */
+static bool
+session_reconnect_refused(void)
+{
+	bool		refused;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	refused = !zkl_sess_state_settled(NULL) && zkl_sess_tls_all_refused_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return refused;
+}
+
+/*
+ * The session did not reconnect: say why, with what a TLS refusal
+ * recorded (a revoked certificate, a CA or CRL file that could not be
+ * loaded) when there was one.
+ */
+pg_noreturn static void
+session_raise_lost(void)
+{
+	char		why[1400];
+
+	if (zkl_sess_tls_refusal_detail(why, sizeof(why)))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
+				 errdetail("A reconnect over TLS was refused: %s.", why),
+				 errhint("Check zklock.ssl_ca_file, zklock.ssl_crl_file and the servers' certificates.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
+			 errdetail("No server answered within %d ms.", zkl_connect_timeout)));
+}
+
+/*
  * Make sure this backend has a connected session: open one lazily on the
  * first call or after loss; wait for a reconnect within connect_timeout.
  */
@@ -887,13 +933,11 @@ zkl_session_connect(void)
 		zkl_sess_cleanup_issue();
 		return;
 	}
-	if (!zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, zkl_sess_state_settled, NULL,
+	if (!zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, session_reconnect_settled, NULL,
 							  TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														  zkl_connect_timeout)))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
-				 errdetail("No server answered within %d ms.", zkl_connect_timeout)));
+														  zkl_connect_timeout)) ||
+		session_reconnect_refused())
+		session_raise_lost();
 	/* Connected again, or lost: look again. */
 	zkl_session_connect();
 }

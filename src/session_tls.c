@@ -1077,7 +1077,10 @@ tls_new_session(SSL *ssl, SSL_SESSION *session)
 	return 1;
 }
 
-/* A handshake completed: count it, and whether it resumed.  Plain C. */
+/*
+ * A handshake completed: count it, and whether it resumed; the server no
+ * longer stands refused.  Plain C.
+ */
 static void
 tls_info(const SSL *ssl, int where, int ret)
 {
@@ -1093,6 +1096,7 @@ tls_info(const SSL *ssl, int where, int ret)
 	sv->handshakes++;
 	if (SSL_session_reused((SSL *) ssl))
 		sv->resumed++;
+	sv->refused = false;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
@@ -2148,11 +2152,14 @@ zkl_sess_tls_report_failure(void)
 						  &host_mismatch))
 	{
 		tls_probe_abandon();
+		/* A sentence; one that starts with a setting's name keeps its case. */
+		if (strncmp(detail, "zklock.", 7) != 0)
+			detail[0] = pg_toupper((unsigned char) detail[0]);
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("could not connect to ZooKeeper server \"%s\" over TLS",
 						server),
-				 errdetail("%c%s.", pg_toupper((unsigned char) detail[0]), detail + 1),
+				 errdetail("%s.", detail),
 				 host_mismatch ?
 				 errhint("Name each server in zklock.hosts as its certificate does, or turn zklock.ssl_hostname_verification off for an ensemble whose certificates name no hosts.") :
 				 errhint("Check zklock.ssl_ca_file, zklock.ssl_crl_file and the servers' certificates.")));
@@ -2168,4 +2175,24 @@ zkl_sess_tls_report_failure(void)
 			 errdetail("No server completed a TLS handshake and session within %d ms.",
 					   zkl_connect_timeout),
 			 errhint("Check that the ensemble is running and serves TLS on these ports (secureClientPort), and zklock.connect_timeout.")));
+}
+
+/*
+ * Why the open session's reconnects fail over TLS, when a server's
+ * certificate or the CA and CRL files were refused at its last attempt:
+ * "with SERVER, WHY" into out, for an errdetail; false when none was.
+ * Main thread.
+ */
+bool
+zkl_sess_tls_refusal_detail(char *out, size_t cap)
+{
+	char		detail[sizeof(((ZklTlsProbe *) 0)->detail)];
+	char		server[sizeof(((ZklTlsProbe *) 0)->server)];
+	bool		host_mismatch;
+
+	if (!tls_first_refusal(server, sizeof(server), detail, sizeof(detail),
+						   &host_mismatch))
+		return false;
+	snprintf(out, cap, "with %s, %s", server, detail);
+	return true;
 }

@@ -202,8 +202,13 @@ SKIP:
 	my $pos = -s $zklog;
 	ok(poll_until(sub { slurp_file($zklog, $pos) =~ /Unsuccessful handshake/ }, 30),
 		'the open backend reconnects, and its handshake fails');
+	$bg->query_safe('\set VERBOSITY verbose');
+	my $t = time;
+	$bg->{stderr} = '';
 	$bg->query("SELECT zk_lock('across-2', '1s')");
-	like($bg->{stderr}, qr/ERROR:/, 'the open backend takes no further lock');
+	like($bg->{stderr}, qr/ERROR:  08006: lost connection to ZooKeeper at "[^"]+"\nDETAIL:  A reconnect over TLS was refused: with 127\.0\.0\.1:\d+, the server's certificate did not verify .*: certificate revoked/,
+		'the open backend takes no further lock: the revocation is the reason given');
+	cmp_ok(time - $t, '<', 4, 'at once, not after connect_timeout');
 	my $state = $bg->query("SELECT state FROM zk_session()");
 	isnt($state, 'connected', "its session is not connected again (state $state)");
 	$bg->quit;
@@ -229,11 +234,85 @@ SKIP:
 	my $pos = -s $zklog;
 	ok(poll_until(sub { slurp_file($zklog, $pos) =~ /Unsuccessful handshake/ }, 30),
 		'it reconnects, and its handshake fails');
+	$bg->query_safe('\set VERBOSITY verbose');
+	$bg->{stderr} = '';
 	$bg->query("SELECT zk_lock('across-path-3', '1s')");
-	like($bg->{stderr}, qr/ERROR:/, 'it takes no further lock');
+	like($bg->{stderr}, qr/ERROR:  08006: lost connection to ZooKeeper at "[^"]+"\nDETAIL:  A reconnect over TLS was refused: .*zklock\.ssl_crl_file "\Q$crl_revoked\E": certificate revoked/,
+		'it takes no further lock: the revocation under the new file is the reason given');
 	$bg->quit;
 	$node->safe_psql('postgres',
 		'ALTER SYSTEM RESET zklock.ssl_crl_file; SELECT pg_reload_conf()');
+}
+
+# --- a CA or CRL file that cannot be loaded at a reconnect (cut short,
+# removed): the open backend does not reconnect, and says why; once the
+# file is back, it reconnects.
+{
+	my $bg = waiter($node);
+	$bg->query_safe('\set VERBOSITY verbose');
+	like($bg->query_safe("SELECT zk_lock('files')"), qr/^\d+$/,
+		'a backend takes a lock over TLS');
+	my $try = sub {
+		my ($name, $want) = @_;
+		return poll_until(
+			sub {
+				$bg->{stderr} = '';
+				$bg->query("SELECT zk_lock('$name', '1s')");
+				return $bg->{stderr} =~ $want;
+			},
+			30);
+	};
+	# A query that must not fail (a failed one leaves its stderr behind).
+	my $ask = sub {
+		$bg->{stderr} = '';
+		return $bg->query_safe(@_);
+	};
+	my $connected = sub {
+		return poll_until(
+			sub { $ask->('SELECT state FROM zk_session()') eq 'connected' }, 30);
+	};
+	for my $case (
+		[ 'CRL file cut short', $crl_file, 'cut',
+		  qr/DETAIL:  A reconnect over TLS was refused: with 127\.0\.0\.1:\d+, zklock\.ssl_crl_file "[^"]+" holds no PEM revocation list at a connection attempt\./ ],
+		[ 'CA file removed', $ca_file, 'remove',
+		  qr/DETAIL:  A reconnect over TLS was refused: with 127\.0\.0\.1:\d+, zklock\.ssl_ca_file "[^"]+" could not be read at a connection attempt: No such file or directory\./ ])
+	{
+		my ($what, $file, $how, $want) = @$case;
+		my $data = slurp_file($file);
+		if ($how eq 'cut')
+		{
+			open my $fh, '>', "$file.new" or die $!;
+			print {$fh} substr($data, 0, length($data) / 2);
+			close $fh;
+			rename("$file.new", $file) or die $!;
+		}
+		else
+		{
+			rename($file, "$file.away") or die $!;
+		}
+		$zk->kill_server(1);
+		$zk->restart_server(1);
+		ok($try->("files-$how", qr/ERROR:  08006: lost connection to ZooKeeper at "[^"]+"\n$want/),
+			"$what: the open backend does not reconnect, and says why")
+		  or diag($bg->{stderr});
+		isnt($ask->('SELECT state FROM zk_session()'), 'connected',
+			"$what: its session is not connected");
+		if ($how eq 'cut')
+		{
+			open my $fh, '>', "$file.new" or die $!;
+			print {$fh} $data;
+			close $fh;
+			rename("$file.new", $file) or die $!;
+		}
+		else
+		{
+			rename("$file.away", $file) or die $!;
+		}
+		ok($connected->(), "$what, then restored: the session reconnects");
+		like($ask->("SELECT zk_lock('files-$how-back')"), qr/^\d+$/,
+			"$what, then restored: it takes a lock");
+	}
+	$bg->quit;
 }
 $zk->stop;
 

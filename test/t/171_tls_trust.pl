@@ -362,9 +362,9 @@ SKIP:
 	};
 	$set->($ok_crls);
 	like(new_backend(), qr{^1/[01]$}, 'a chain through an intermediate CA is accepted, with a CRL from each CA');
-	$set->($certs->file('iroot-1.crl'));
+	$set->($certs->file('imid.crl'));
 	like(new_backend(), qr/DETAIL:  .*unable to get certificate CRL/,
-		'without a list from the intermediate CA, the chain is refused');
+		'with the intermediate CA\'s list only (none from the root), the chain is refused: the intermediate is checked too');
 	$set->($revoked_crls);
 	like(new_backend(), qr/ERROR:  could not connect to ZooKeeper server "127\.0\.0\.1:\d+" over TLS\nDETAIL:  .*certificate revoked/,
 		'a server certificate under a revoked intermediate CA is refused');

@@ -378,8 +378,10 @@ SKIP:
 {
 	# A certificate of the servers' CA with only a common name, from a
 	# request whose subject openssl reads from a file (newlines included).
+	my $serial = 0;
 	my $cn_only = sub {
 		my ($name, $cn) = @_;
+		$serial++;
 		my $cnf = $certs->file("$name.req.cnf");
 		open my $fh, '>', $cnf or die "$cnf: $!";
 		print $fh "[ req ]\nprompt = no\ndistinguished_name = dn\n"
@@ -389,7 +391,8 @@ SKIP:
 		system("cd '$d' && openssl req -new -newkey rsa:2048 -nodes -keyout $name.key"
 			  . " -config $name.req.cnf -out $name.csr >>openssl.log 2>&1"
 			  . " && openssl x509 -req -in $name.csr -CA sca.pem -CAkey sca.key"
-			  . " -set_serial 0x$$ -days 3650 -out $name.crt >>openssl.log 2>&1") == 0
+			  . " -set_serial " . ($$ * 10 + $serial)
+			  . " -days 3650 -out $name.crt >>openssl.log 2>&1") == 0
 		  or die "openssl for $name failed";
 		chmod 0600, $certs->file("$name.key");
 		return $certs->keystore($name);

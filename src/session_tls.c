@@ -7,30 +7,35 @@
  *	  certificate's subject as the session's identity in ACLs, and a
  *	  connection that never completes reported as the TLS failure it is.
  *
- * The backend reads the files itself before the handle starts, as
- * PostgreSQL reads its own ssl files (a key readable by group or others is
- * refused), raises an error that names the file, and builds one SSL_CTX
- * for the session: TLS 1.2 at least, the client certificate and key as
- * read.  The trust (ZklTlsTrust) is apart from it: zklock.ssl_ca_file
- * alone (never the system's default trust store) and zklock.ssl_crl_file's
- * revocations for every certificate of the chain, built from the files'
- * bytes as read and named by their SHA-256 digest.  The client library
- * (zookeeper_init_ssl_ctx, C client patch 0020) makes every connection's
- * SSL object from the context and calls tls_prepare on its I/O thread
- * before each handshake: there the server's entry names the host its
- * certificate must carry (the name written in zklock.hosts, or the
- * address); the CA and CRL files are read again, and the trust rebuilt
- * when their digest changed, so that a reconnect verifies under the files
- * in force; and the TLS session that server gave last is offered, so that
- * a reconnect resumes it, only when it was verified under the same files,
- * is young enough and its certificate is still valid and unrevoked
- * (tls_resumable).  A certificate that does not verify is recorded per
- * server by tls_verify; once every server has refused, the open fails at
- * once with what the certificate carried, escaped.  When the session has
- * not connected by half of zklock.connect_timeout for another reason, a
- * probe thread makes one TLS handshake with each server in turn, with the
- * same context, to learn why; the error at the end of connect_timeout
- * names the server and the cause.
+ * The backend reads the files itself before the handle starts, as PostgreSQL
+ * reads its own ssl files (a key readable by group or others is refused),
+ * raises an error that names the file, and builds one SSL_CTX for the
+ * session: TLS 1.2 at least, the client certificate and key as read, its
+ * chain completed from the CA file when the certificate file lacks an
+ * intermediate.  The trust (ZklTlsTrust) is apart from it:
+ * zklock.ssl_ca_file alone (never the system's default trust store) and
+ * zklock.ssl_crl_file's revocations for every certificate of the chain,
+ * built from the files' bytes as read and named by their SHA-256 digest.  The
+ * client library (zookeeper_init_ssl_ctx, C client patch 0020) makes every
+ * connection's SSL object from the context and calls tls_prepare on its I/O
+ * thread before each handshake: there the server's entry names the host its
+ * certificate must carry (the name written in zklock.hosts, or the address);
+ * the CA and CRL files are read again, and the trust rebuilt when their
+ * digest changed, so that a reconnect verifies under the files in force; and
+ * the TLS session that server gave last is offered, so that a reconnect
+ * resumes it, only when it was verified under the same files, a full
+ * handshake verified its server's chain less than zklock.ssl_ticket_max_age
+ * ago (kept with each ticket, carried over resumptions) and its certificate
+ * is still valid, unrevoked and under no CRL past its next update
+ * (tls_resumable).  A certificate that does not verify, or files that cannot
+ * be loaded, are recorded per server by tls_verify (or tls_refuse_files)
+ * until a handshake with that server completes; once every server has
+ * refused, the open fails at once with what the certificate carried,
+ * escaped, and so does a call waiting for a reconnect
+ * (zkl_sess_tls_refusal_detail).  When the session has not connected by half
+ * of zklock.connect_timeout for another reason, a probe thread makes one TLS
+ * handshake with each server in turn, with the same context, to learn why;
+ * the error at the end of connect_timeout names the server and the cause.
  *
  * Threads: tls_prepare, tls_verify and tls_new_session run on the I/O
  * thread (and the probe's), plain C under the thread rules of

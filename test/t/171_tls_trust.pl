@@ -5,15 +5,19 @@
 # With real TLS servers whose certificates this test makes: a new backend
 # resumes another's ticket while nothing changed; a ticket made before the
 # CRL or the CA file changed is not resumed after it, even when the file was
-# rewritten with the same size within the same second; a backend whose
+# rewritten with the same size within the same second; the bound on
+# resumption counts from the full handshake that verified the chain, not
+# from a ticket a resumed connection got (a TLS 1.3 server); a backend whose
 # session was open across a revocation (the CRL file rewritten, or a reload
-# naming another one) is refused at its next reconnect; a server
-# certificate that expired since its ticket was made is refused, not
-# resumed; every certificate of the chain is checked against the CRLs (a
-# revoked intermediate CA is refused, and so is a chain without a list from
-# each CA).  A certificate without subject alternative names matches a host
-# name by its common name, never an address; the names of a refused
-# certificate are escaped in messages.
+# naming another one) is refused at its next reconnect, at once and saying
+# why, and so is one whose CA or CRL file was cut short or removed, until
+# the file is back; a server certificate that expired since its ticket was
+# made is refused, not resumed; every certificate of the chain is checked
+# against the CRLs (a revoked intermediate CA is refused, and so is a chain
+# without a list from each CA).  A certificate without subject alternative
+# names matches a host name by its common name, never an address; the names
+# of a refused certificate are escaped in messages.  A client certificate
+# from an intermediate CA that only the CA file holds is sent with it.
 
 use strict;
 use warnings;
@@ -389,8 +393,9 @@ SKIP:
 }
 
 # --- the names of a refused certificate: a certificate with no subject
-# alternative name matches a host name by its common name, as ZooKeeper's
-# Java client and OpenSSL do, never an address; what a refused certificate
+# alternative name matches a host name by its common name, as OpenSSL's
+# host check does, never an address (stricter than ZooKeeper's Java
+# client, which may match an address by it); what a refused certificate
 # carries is escaped in the message (a newline as \x0a).
 {
 	# A certificate of the servers' CA with only a common name, from a

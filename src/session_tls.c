@@ -253,19 +253,37 @@ tls_path(const char *setting, const char *value)
 	return path;
 }
 
-/* Read a whole file into malloc'd memory: 0, or an errno.  Plain C. */
+/*
+ * Read a whole file into malloc'd memory: 0, or an errno (EINVAL: not a
+ * regular file; EFBIG: larger than ZKL_TLS_FILE_MAX).  It may run on the
+ * I/O thread, so a FIFO or device is refused rather than waited on (opened
+ * without blocking, then checked).  Plain C.
+ */
 static int
 tls_read_all(const char *path, unsigned char **data, size_t *len)
 {
-	int			fd = open(path, O_RDONLY | O_CLOEXEC);
+	int			fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	size_t		cap = 8192;
 	size_t		n = 0;
 	unsigned char *buf;
+	struct stat st;
 
 	*data = NULL;
 	*len = 0;
 	if (fd < 0)
 		return errno;
+	if (fstat(fd, &st) != 0)
+	{
+		int			e = errno;
+
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st.st_mode))
+	{
+		close(fd);
+		return EINVAL;
+	}
 	buf = malloc(cap);
 	while (buf != NULL)
 	{
@@ -274,18 +292,19 @@ tls_read_all(const char *path, unsigned char **data, size_t *len)
 		if (n == cap)
 		{
 			unsigned char *more;
+			size_t		grown = Min(cap * 2, (size_t) ZKL_TLS_FILE_MAX + 1);
 
-			if (cap >= ZKL_TLS_FILE_MAX)
+			if (cap > ZKL_TLS_FILE_MAX)
 			{
 				free(buf);
 				close(fd);
 				return EFBIG;
 			}
-			more = realloc(buf, cap * 2);
+			more = realloc(buf, grown);
 			if (more == NULL)
 				break;
 			buf = more;
-			cap *= 2;
+			cap = grown;
 		}
 		r = read(fd, buf + n, cap - n);
 		if (r < 0 && errno == EINTR)
@@ -310,6 +329,17 @@ tls_read_all(const char *path, unsigned char **data, size_t *len)
 	free(buf);
 	close(fd);
 	return ENOMEM;
+}
+
+/* Why tls_read_all failed, in words, into buf; plain C. */
+static const char *
+tls_read_error(int err_no, char *buf, size_t cap)
+{
+	if (err_no == EINVAL)
+		return "not a regular file";
+	if (err_no == EFBIG)
+		return "larger than 16 MB";
+	return strerror_r(err_no, buf, cap);
 }
 
 /*
@@ -882,6 +912,7 @@ tls_refuse_files(ZklTlsServer *sv, const char *ca, const char *crl,
 				 ZklTrustError r, int err_no)
 {
 	char		why[sizeof(sv->names)];
+	char		buf[PG_STRERROR_R_BUFLEN];
 	const char *path = (r == ZKL_TRUST_CRL_READ || r == ZKL_TRUST_CRL_PARSE) ?
 		crl : ca;
 	const char *setting = (r == ZKL_TRUST_CRL_READ || r == ZKL_TRUST_CRL_PARSE) ?
@@ -889,7 +920,7 @@ tls_refuse_files(ZklTlsServer *sv, const char *ca, const char *crl,
 
 	if (r == ZKL_TRUST_CA_READ || r == ZKL_TRUST_CRL_READ)
 		snprintf(why, sizeof(why), "%s \"%s\" could not be read at a connection attempt: %s",
-				 setting, path, strerror(err_no));
+				 setting, path, tls_read_error(err_no, buf, sizeof(buf)));
 	else if (r == ZKL_TRUST_NOMEM)
 		snprintf(why, sizeof(why), "the TLS files could not be loaded at a connection attempt: out of memory");
 	else
@@ -1192,6 +1223,28 @@ tls_build_ctx(EVP_PKEY *key, const unsigned char *chain, size_t chain_len)
 	return ctx;
 }
 
+/* Raise for a file of a setting that tls_read_all could not read. */
+pg_noreturn static void
+tls_raise_read(const char *path, const char *setting, int err_no)
+{
+	if (err_no == EINVAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("ZooKeeper TLS file \"%s\" is not a regular file", path),
+				 errdetail("The file is %s.", setting)));
+	if (err_no == EFBIG)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("ZooKeeper TLS file \"%s\" is too large", path),
+				 errdetail("The file is %s; at most %d bytes are read.",
+						   setting, ZKL_TLS_FILE_MAX)));
+	errno = err_no;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not open ZooKeeper TLS file \"%s\": %m", path),
+			 errdetail("The file is %s.", setting)));
+}
+
 /* A whole file of a setting, malloc'd, or raise naming it. */
 static unsigned char *
 tls_read_or_raise(const char *path, const char *setting, size_t *len)
@@ -1200,13 +1253,7 @@ tls_read_or_raise(const char *path, const char *setting, size_t *len)
 	int			err_no = tls_read_all(path, &data, len);
 
 	if (err_no != 0)
-	{
-		errno = err_no;
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open ZooKeeper TLS file \"%s\": %m", path),
-				 errdetail("The file is %s.", setting)));
-	}
+		tls_raise_read(path, setting, err_no);
 	return data;
 }
 
@@ -1228,18 +1275,10 @@ tls_load_trust(void)
 					 errmsg("out of memory")));
 			break;
 		case ZKL_TRUST_CA_READ:
+			tls_raise_read(tls_ca, "zklock.ssl_ca_file", err_no);
+			break;
 		case ZKL_TRUST_CRL_READ:
-			{
-				bool		ca = r == ZKL_TRUST_CA_READ;
-				const char *path = ca ? tls_ca : tls_crl;
-
-				errno = err_no;
-				ereport(ERROR,
-						(errcode_for_file_access(),
-						 errmsg("could not open ZooKeeper TLS file \"%s\": %m", path),
-						 errdetail("The file is %s.",
-								   ca ? "zklock.ssl_ca_file" : "zklock.ssl_crl_file")));
-			}
+			tls_raise_read(tls_crl, "zklock.ssl_crl_file", err_no);
 			break;
 		case ZKL_TRUST_CA_PARSE:
 			ereport(ERROR,
@@ -1805,6 +1844,7 @@ tls_probe_one(ZklTlsProbe *p, ZklTlsServer *sv, int64_t deadline,
 	int			fd;
 	bool		ok = false;
 	int64_t		verdict;
+	char		buf[PG_STRERROR_R_BUFLEN];
 	socklen_t	len = sv->addr.ss_family == AF_INET6 ?
 		sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 
@@ -1813,13 +1853,15 @@ tls_probe_one(ZklTlsProbe *p, ZklTlsServer *sv, int64_t deadline,
 	fd = socket(sv->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 	{
-		snprintf(out, cap, "could not create a socket: %s", strerror(errno));
+		snprintf(out, cap, "could not create a socket: %s",
+				 strerror_r(errno, buf, sizeof(buf)));
 		return false;
 	}
 	if (connect(fd, (struct sockaddr *) &sv->addr, len) != 0 &&
 		errno != EINPROGRESS)
 	{
-		snprintf(out, cap, "could not connect: %s", strerror(errno));
+		snprintf(out, cap, "could not connect: %s",
+				 strerror_r(errno, buf, sizeof(buf)));
 		goto done;
 	}
 	ssl = SSL_new(p->session->ctx);
@@ -1848,7 +1890,8 @@ tls_probe_one(ZklTlsProbe *p, ZklTlsServer *sv, int64_t deadline,
 		}
 		if (err == SSL_ERROR_SYSCALL && errno == ECONNREFUSED)
 		{
-			snprintf(out, cap, "could not connect: %s", strerror(errno));
+			snprintf(out, cap, "could not connect: %s",
+				 strerror_r(errno, buf, sizeof(buf)));
 			goto done;
 		}
 		tls_explain(p, sv, err, ERR_peek_last_error(), out, cap);

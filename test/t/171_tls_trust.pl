@@ -446,6 +446,17 @@ SKIP:
 	$srv->stop;
 }
 
+# --- a CA file that is not a regular file (a FIFO that nobody writes) is
+# refused at once, not waited on.
+{
+	my $fifo = $certs->file('ca.fifo');
+	POSIX::mkfifo($fifo, 0600) or die "mkfifo $fifo: $!";
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET zklock.ssl_ca_file = '$fifo'; SELECT pg_reload_conf()");
+	like(new_backend(), qr/ERROR:  ZooKeeper TLS file "\Q$fifo\E" is not a regular file\nDETAIL:  The file is zklock\.ssl_ca_file\./,
+		'a CA file that is a FIFO is refused at once');
+}
+
 # --- a client certificate from an intermediate CA that only
 # zklock.ssl_ca_file holds (zklock.ssl_cert_file holds the leaf alone): the
 # chain sent is completed from the CA file, and the server, which trusts

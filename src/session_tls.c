@@ -559,8 +559,9 @@ tls_resumable(SSL_SESSION *session, const ZklTlsTrust *trust,
 
 /*
  * Append bytes from a certificate to a message: printable ASCII as it is,
- * a backslash doubled, any other byte as \xNN (a certificate that did
- * not verify may carry anything).  Plain C.
+ * a backslash doubled, a double quote and any other byte as \xNN (a
+ * certificate that did not verify may carry anything, and the message
+ * quotes it).  Plain C.
  */
 static size_t
 tls_append_printable(char *out, size_t cap, size_t len,
@@ -575,7 +576,7 @@ tls_append_printable(char *out, size_t cap, size_t len,
 			out[len++] = '\\';
 			out[len++] = '\\';
 		}
-		else if (c >= 0x20 && c < 0x7f)
+		else if (c >= 0x20 && c < 0x7f && c != '"')
 			out[len++] = (char) c;
 		else
 			len += snprintf(out + len, cap - len, "\\x%02x", c);
@@ -1567,14 +1568,23 @@ zkl_sess_tls_servers(const char *hosts)
 	pfree(given);
 }
 
-/* A setting's file as an absolute path, into out (MAXPGPATH). */
+/*
+ * A setting's file as an absolute path, into out (MAXPGPATH); raise when
+ * it does not fit, as zkl_sess_tls_prepare does.
+ */
 static void
 tls_setting_path(const char *value, char *out)
 {
+	int			n;
+
 	if (is_absolute_path(value))
-		strlcpy(out, value, MAXPGPATH);
+		n = (int) strlcpy(out, value, MAXPGPATH);
 	else
-		snprintf(out, MAXPGPATH, "%s/%s", DataDir, value);
+		n = snprintf(out, MAXPGPATH, "%s/%s", DataDir, value);
+	if (n < 0 || n >= MAXPGPATH)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("ZooKeeper TLS file path is too long")));
 }
 
 /*

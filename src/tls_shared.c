@@ -14,8 +14,10 @@
  * the SHA-256 digests of the CA and CRL files that verified the server and
  * of the client certificate and key files, as loaded), so that a changed
  * file is never passed over by a resumption; the least recently written
- * slot is reused.  A backend checks a ticket again before it offers it.  The slots hold secrets as the key
- * file does: only the cluster's own processes map them.
+ * slot is reused.  A backend checks a ticket again before it offers it
+ * (session_tls.c keeps with each the time a full handshake last verified
+ * its server's chain).  The slots hold secrets as the key file does: only
+ * the cluster's own processes map them.
  *
  * The postmaster initialises OpenSSL and builds one client context (with
  * zklock.ssl on at start), as PostgreSQL does for its own ssl: backends

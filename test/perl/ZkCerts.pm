@@ -171,7 +171,8 @@ SUBJECT) a self-signed CA; sign(CA, NAME, SUBJECT, START, END, EXT) a
 certificate NAME.crt (and NAME.key) signed by CA, valid from START to END
 (openssl's YYYYMMDDHHMMSSZ), with EXT's extension lines (an intermediate
 CA gives its own basicConstraints); revoke(CA, NAME) revokes it; crl(CA,
-FILE) writes CA's revocation list; keystore(NAME, CHAIN...) writes
+FILE, SECONDS) writes CA's revocation list (its next update SECONDS from
+now when given, else in ten years); keystore(NAME, CHAIN...) writes
 NAME.pem, the key and certificate then the CHAIN's certificates, as
 ZooKeeper's PEM key store reads them; concat(FILE, FILES...) joins files.
 Each returns the path it wrote, when it wrote one.
@@ -202,9 +203,10 @@ sub revoke
 
 sub crl
 {
-	my ($self, $ca, $file) = @_;
+	my ($self, $ca, $file, $seconds) = @_;
 	my $cnf = $self->{cnf}{$ca} or croak "nothing signed by $ca in this run";
-	$self->_openssl("ca -config $cnf -gencrl -out $file");
+	$self->_openssl("ca -config $cnf -gencrl"
+		  . ($seconds ? " -crlsec $seconds" : '') . " -out $file");
 	return $self->file($file);
 }
 

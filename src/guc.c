@@ -10,7 +10,9 @@
  * zklock.synchronous_release whether a release waits for the ensemble.
  * zklock.ssl and its files are named and scoped as PostgreSQL's own ssl
  * settings (PGC_SIGHUP: postgresql.conf or ALTER SYSTEM, then a reload);
- * zklock.ssl_hostname_verification as ZooKeeper's Java client names it.
+ * zklock.ssl_hostname_verification as ZooKeeper's Java client names it;
+ * zklock.ssl_ticket_max_age, hidden, lets a test shorten the bound on
+ * resumption.
  * The next session opened uses them, and session_tls.c reads the files
  * then.
  *
@@ -55,6 +57,7 @@ char	   *zkl_ssl_cert_file = NULL;
 char	   *zkl_ssl_crl_file = NULL;
 bool		zkl_ssl_hostname_verification = true;
 char	   *zkl_ssl_key_file = NULL;
+int			zkl_ssl_ticket_max_age = 300;
 
 static const struct config_enum_entry guc_naming_options[] = {
 	{"mutex", ZKL_NAMING_MUTEX, false},
@@ -499,6 +502,15 @@ zkl_guc_define(void)
 							   PGC_SIGHUP,
 							   0,
 							   NULL, NULL, NULL);
+	/* A developer setting: tests shorten the bound to see it hold. */
+	DefineCustomIntVariable("zklock.ssl_ticket_max_age",
+							"Longest time a TLS session is resumed after a full handshake verified the server's chain.",
+							"A resumption verifies no chain; past this, the next connection makes a full handshake under the files in force. It can only shorten the default.",
+							&zkl_ssl_ticket_max_age,
+							300, 1, 300,
+							PGC_SIGHUP,
+							GUC_UNIT_S | GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
 	/* Like pg_stat_statements.max: only where the memory is made. */
 	if (process_shared_preload_libraries_in_progress)
 		DefineCustomIntVariable("zklock.stat_max",

@@ -39,6 +39,7 @@ extern char *zkl_ssl_cert_file;
 extern char *zkl_ssl_crl_file;
 extern bool zkl_ssl_hostname_verification;
 extern char *zkl_ssl_key_file;
+extern int	zkl_ssl_ticket_max_age;
 extern const char *zkl_guc_exclusive_infix(void);
 extern const char *zkl_guc_chroot(void);
 extern bool zkl_guc_use_auth(void);

@@ -854,6 +854,52 @@ session_close_lost(bool ended)
 static void session_connect(bool acquiring, TimestampTz deadline);
 
 /*
+ * The wait for a reconnect ends when the session is connected or lost, or
+ * when every server was refused over TLS (its certificate, or the CA and
+ * CRL files in force): the library keeps trying, but this call need not
+ * wait for it.  Under mu.
+ */
+static bool
+session_reconnect_settled(void *arg)
+{
+	return zkl_sess_state_settled(arg) || zkl_sess_tls_all_refused_locked();
+}
+
+/* The reconnect wait ended with every server refused, nothing settled. */
+static bool
+session_reconnect_refused(void)
+{
+	bool		refused;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	refused = !zkl_sess_state_settled(NULL) && zkl_sess_tls_all_refused_locked();
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return refused;
+}
+
+/*
+ * The session did not reconnect: say why, with what a TLS refusal
+ * recorded (a revoked certificate, a CA or CRL file that could not be
+ * loaded) when there was one.
+ */
+pg_noreturn static void
+session_raise_lost(long waited_ms)
+{
+	char		why[1400];
+
+	if (zkl_sess_tls_refusal_detail(why, sizeof(why)))
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
+				 errdetail("A reconnect over TLS was refused: %s.", why),
+				 errhint("Check zklock.ssl_ca_file, zklock.ssl_crl_file and the servers' certificates.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
+			 errdetail("No server answered within %ld ms.", waited_ms)));
+}
+
+/*
  * Make sure this backend has a connected session: open one lazily on the
  * first call or after loss; wait for a reconnect within connect_timeout.
  */
@@ -911,6 +957,7 @@ session_connect(bool acquiring, TimestampTz deadline)
 		session_open();
 		return;
 	}
+	zkl_sess_tls_follow_settings();
 	if (connected)
 	{
 		zkl_sess_cleanup_issue();
@@ -922,13 +969,10 @@ session_connect(bool acquiring, TimestampTz deadline)
 		until = deadline;
 	else if (acquiring && deadline == 0 && timeout_ms > zkl_connect_timeout)
 		until = TimestampTzPlusMilliseconds(now, timeout_ms);
-	if (!zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, zkl_sess_state_settled, NULL,
-							  until))
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
-				 errdetail("No server answered within %ld ms.",
-						   (long) ((until - now) / 1000))));
+	if (!zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, session_reconnect_settled, NULL,
+							  until) ||
+		session_reconnect_refused())
+		session_raise_lost((long) ((until - now) / 1000));
 	/* Connected again, or lost: look again. */
 	session_connect(acquiring, deadline);
 }

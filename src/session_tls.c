@@ -7,30 +7,42 @@
  *	  certificate's subject as the session's identity in ACLs, and a
  *	  connection that never completes reported as the TLS failure it is.
  *
- * The backend reads the files itself before the handle starts, as
- * PostgreSQL reads its own ssl files (a key readable by group or others is
- * refused), raises an error that names the file, and builds one SSL_CTX
- * for the session: the servers' chain is verified against
- * zklock.ssl_ca_file alone (never the system's default trust store), with
- * zklock.ssl_crl_file's revocations, TLS 1.2 at least.  The client library
- * (zookeeper_init_ssl_ctx, C client patch 0020) makes every connection's
- * SSL object from it and calls tls_prepare on its I/O thread before each
- * handshake: there the server's entry names the host its certificate must
- * carry (the name written in zklock.hosts, or the address), and offers
- * the TLS session that server gave last, so that a reconnect resumes it.
- * A certificate that does not verify is recorded per server by
- * tls_verify; once every server has refused, the open fails at once with
- * what the certificate carried.  When the session has not connected by
- * half of zklock.connect_timeout for another reason, a probe thread makes
- * one TLS handshake with each server in turn, with the same context, to
- * learn why; the error at the end of connect_timeout names the server and
- * the cause.
+ * The backend reads the files itself before the handle starts, as PostgreSQL
+ * reads its own ssl files (a key readable by group or others is refused),
+ * raises an error that names the file, and builds one SSL_CTX for the
+ * session: TLS 1.2 at least, the client certificate and key as read, its
+ * chain completed from the CA file when the certificate file lacks an
+ * intermediate.  The trust (ZklTlsTrust) is apart from it:
+ * zklock.ssl_ca_file alone (never the system's default trust store) and
+ * zklock.ssl_crl_file's revocations for every certificate of the chain,
+ * built from the files' bytes as read and named by their SHA-256 digest.  The
+ * client library (zookeeper_init_ssl_ctx, C client patch 0020) makes every
+ * connection's SSL object from the context and calls tls_prepare on its I/O
+ * thread before each handshake: there the server's entry names the host its
+ * certificate must carry (the name written in zklock.hosts, or the address);
+ * the CA and CRL files are read again, and the trust rebuilt when their
+ * digest changed, so that a reconnect verifies under the files in force; and
+ * the TLS session that server gave last is offered, so that a reconnect
+ * resumes it, only when it was verified under the same files, a full
+ * handshake verified its server's chain less than zklock.ssl_ticket_max_age
+ * ago (kept with each ticket, carried over resumptions) and its certificate
+ * is still valid, unrevoked and under no CRL past its next update
+ * (tls_resumable).  A certificate that does not verify, or files that cannot
+ * be loaded, are recorded per server by tls_verify (or tls_refuse_files)
+ * until a handshake with that server completes; once every server has
+ * refused, the open fails at once with what the certificate carried,
+ * escaped, and so does a call waiting for a reconnect
+ * (zkl_sess_tls_refusal_detail).  When the session has not connected by half
+ * of zklock.connect_timeout for another reason, a probe thread makes one TLS
+ * handshake with each server in turn, with the same context, to learn why;
+ * the error at the end of connect_timeout names the server and the cause.
  *
  * Threads: tls_prepare, tls_verify and tls_new_session run on the I/O
  * thread (and the probe's), plain C under the thread rules of
  * session_int.h: they read a session's server table, written before the
- * handle starts and freed only after it closed, and write its refusals and
- * resumable sessions under zkl_sess_sync_mu.
+ * handle starts and freed only after it closed, and write its trust, its
+ * refusals and resumable sessions under zkl_sess_sync_mu; a trust is
+ * freed by whoever lets go of its last reference.
  *
  * The identity: ZooKeeper's x509 provider names a TLS session by its
  * client certificate's subject, as Java's X500Principal.getName() writes
@@ -55,7 +67,9 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -72,6 +86,45 @@
 /* How long the probe waits for the server's verdict on our certificate. */
 #define ZKL_TLS_VERDICT_MS 1000
 
+/*
+ * A TLS session (ticket) is offered for resumption only while the last
+ * full handshake that verified its server's chain is younger than
+ * zklock.ssl_ticket_max_age (at most 300 s), whatever lifetime the server
+ * announced; a ticket given on a resumed connection carries the time of
+ * the full handshake it descends from.  In shared memory each ticket is
+ * that time (8 bytes, big-endian seconds) followed by its DER.
+ */
+#define ZKL_TLS_VERIFIED_LEN 8
+
+/* The largest CA or CRL file read (a CRL of some 400,000 revocations). */
+#define ZKL_TLS_FILE_MAX (16 * 1024 * 1024)
+
+/*
+ * What the session trusts: the CA and CRL files as one load read them, the
+ * store built from those bytes and their digest.  Built by the main thread
+ * when the session opens, and again by the I/O (or probe) thread when a
+ * connection attempt finds that the files' contents changed; counted
+ * references under mu.
+ */
+typedef struct ZklTlsTrust
+{
+	int			refs;			/* under mu */
+	X509_STORE *store;
+	bool		has_crl;		/* zklock.ssl_crl_file was loaded */
+	unsigned char digest[SHA256_DIGEST_LENGTH];
+} ZklTlsTrust;
+
+/* Why a load of the trust failed. */
+typedef enum ZklTrustError
+{
+	ZKL_TRUST_OK,
+	ZKL_TRUST_NOMEM,
+	ZKL_TRUST_CA_READ,			/* errno says why */
+	ZKL_TRUST_CA_PARSE,			/* no certificate in it */
+	ZKL_TRUST_CRL_READ,			/* errno says why */
+	ZKL_TRUST_CRL_PARSE,		/* no revocation list in it */
+} ZklTrustError;
+
 /* One server of the session's connect string, as TLS sees it. */
 typedef struct ZklTlsServer
 {
@@ -79,9 +132,13 @@ typedef struct ZklTlsServer
 	char		host[256];		/* as written in zklock.hosts */
 	int			port;
 	bool		is_address;		/* host is an address, not a name */
-	char		shared_key[ZKL_TLS_KEY_MAX];	/* its ticket's, tls_shared.c */
 	/* Under mu: */
 	SSL_SESSION *resume;		/* the TLS session it gave last */
+	ZklTlsTrust *resume_trust;	/* the trust that verified it */
+	time_t		resume_verified;	/* when its chain was last verified */
+	time_t		attempt_verified;	/* likewise for the session offered to the
+									 * connection under way; 0: none */
+	ZklTlsTrust *attempt_trust; /* the trust of the connection under way */
 	uint64		resume_gen;		/* counts the sessions it gave */
 	uint64		shared_gen;		/* the last of them shared */
 	int			handshakes;		/* handshakes completed, and of them */
@@ -99,7 +156,13 @@ typedef struct ZklTlsServer
 typedef struct ZklTlsSession
 {
 	SSL_CTX    *ctx;
+	ZklTlsTrust *trust;			/* the files in force; under mu */
+	unsigned char identity[SHA256_DIGEST_LENGTH];	/* cert and key files' */
+	/* The files in force, under mu (zkl_sess_tls_follow_settings): */
+	char		ca_path[MAXPGPATH];
+	char		crl_path[MAXPGPATH];	/* "" without zklock.ssl_crl_file */
 	bool		check_host;
+	int			ticket_max_age; /* zklock.ssl_ticket_max_age; under mu */
 	int			nservers;
 	ZklTlsServer servers[FLEXIBLE_ARRAY_MEMBER];
 } ZklTlsSession;
@@ -110,6 +173,8 @@ static char *tls_cert = NULL;
 static char *tls_key = NULL;
 static char *tls_crl = NULL;
 static SSL_CTX *tls_ctx = NULL;	/* built by prepare, taken by init */
+static ZklTlsTrust *tls_trust = NULL;	/* loaded by prepare, likewise */
+static unsigned char tls_identity[SHA256_DIGEST_LENGTH];
 static ZklTlsSession *tls_session = NULL;
 
 /* The SSL ex_data slot that holds a connection's ZklTlsServer. */
@@ -189,6 +254,348 @@ tls_path(const char *setting, const char *value)
 }
 
 /*
+ * Read a whole file into malloc'd memory: 0, or an errno (EINVAL: not a
+ * regular file; EFBIG: larger than ZKL_TLS_FILE_MAX).  It may run on the
+ * I/O thread, so a FIFO or device is refused rather than waited on (opened
+ * without blocking, then checked).  Plain C.
+ */
+static int
+tls_read_all(const char *path, unsigned char **data, size_t *len)
+{
+	int			fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	size_t		cap = 8192;
+	size_t		n = 0;
+	unsigned char *buf;
+	struct stat st;
+
+	*data = NULL;
+	*len = 0;
+	if (fd < 0)
+		return errno;
+	if (fstat(fd, &st) != 0)
+	{
+		int			e = errno;
+
+		close(fd);
+		return e;
+	}
+	if (!S_ISREG(st.st_mode))
+	{
+		close(fd);
+		return EINVAL;
+	}
+	buf = malloc(cap);
+	while (buf != NULL)
+	{
+		ssize_t		r;
+
+		if (n == cap)
+		{
+			unsigned char *more;
+			size_t		grown = Min(cap * 2, (size_t) ZKL_TLS_FILE_MAX + 1);
+
+			if (cap > ZKL_TLS_FILE_MAX)
+			{
+				free(buf);
+				close(fd);
+				return EFBIG;
+			}
+			more = realloc(buf, grown);
+			if (more == NULL)
+				break;
+			buf = more;
+			cap = grown;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+		{
+			int			e = errno;
+
+			free(buf);
+			close(fd);
+			return e;
+		}
+		if (r == 0)
+		{
+			close(fd);
+			*data = buf;
+			*len = n;
+			return 0;
+		}
+		n += r;
+	}
+	free(buf);
+	close(fd);
+	return ENOMEM;
+}
+
+/* Why tls_read_all failed, in words, into buf; plain C. */
+static const char *
+tls_read_error(int err_no, char *buf, size_t cap)
+{
+	if (err_no == EINVAL)
+		return "not a regular file";
+	if (err_no == EFBIG)
+		return "larger than 16 MB";
+	return strerror_r(err_no, buf, cap);
+}
+
+/*
+ * SHA-256 of some byte strings, each preceded by its length, so that no
+ * two different sequences of them give the same input.  Plain C.
+ */
+static bool
+tls_digest(unsigned char *out, int nparts, const unsigned char *const *parts,
+		   const size_t *lens)
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	bool		ok = md != NULL && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+
+	for (int i = 0; ok && i < nparts; i++)
+	{
+		unsigned char lb[8];
+
+		for (int j = 0; j < 8; j++)
+			lb[j] = (unsigned char) ((uint64) lens[i] >> (56 - 8 * j));
+		ok = EVP_DigestUpdate(md, lb, sizeof(lb)) == 1 &&
+			(lens[i] == 0 || EVP_DigestUpdate(md, parts[i], lens[i]) == 1);
+	}
+	ok = ok && EVP_DigestFinal_ex(md, out, NULL) == 1;
+	EVP_MD_CTX_free(md);
+	return ok;
+}
+
+/*
+ * Add what PEM text holds to a store: certificates and revocation lists
+ * from the CA file, revocation lists only from the CRL file (as OpenSSL's
+ * file lookups load them).  Plain C.
+ */
+static ZklTrustError
+tls_store_add(X509_STORE *store, const unsigned char *data, size_t len,
+			  bool crl_file)
+{
+	BIO		   *bio = BIO_new_mem_buf(data, (int) len);
+	STACK_OF(X509_INFO) *infos;
+	int			found = 0;
+
+	if (bio == NULL)
+		return ZKL_TRUST_NOMEM;
+	infos = PEM_X509_INFO_read_bio(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	for (int i = 0; infos != NULL && i < sk_X509_INFO_num(infos); i++)
+	{
+		X509_INFO  *xi = sk_X509_INFO_value(infos, i);
+
+		if (!crl_file && xi->x509 != NULL &&
+			X509_STORE_add_cert(store, xi->x509) == 1)
+			found++;
+		if (xi->crl != NULL && X509_STORE_add_crl(store, xi->crl) == 1 &&
+			crl_file)
+			found++;
+	}
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	if (found > 0)
+		return ZKL_TRUST_OK;
+	return crl_file ? ZKL_TRUST_CRL_PARSE : ZKL_TRUST_CA_PARSE;
+}
+
+/*
+ * Load the trust from the CA file and the CRL file (NULL for none): each
+ * read whole, the digest taken from the bytes read, the store built from
+ * the same bytes, checking every certificate of a chain against the CRLs
+ * (X509_V_FLAG_CRL_CHECK_ALL, as PostgreSQL does for its own CRLs).  When
+ * the digest equals known's, nothing is built and *out stays NULL.  *out
+ * has one reference.  Plain C, on any thread.
+ */
+static ZklTrustError
+tls_trust_load(const char *ca, const char *crl, const ZklTlsTrust *known,
+			   ZklTlsTrust **out, int *err_no)
+{
+	unsigned char *ca_data = NULL;
+	unsigned char *crl_data = NULL;
+	size_t		lens[3] = {0, 0, 0};
+	const unsigned char *parts[3];
+	unsigned char has_crl = crl != NULL;
+	unsigned char digest[SHA256_DIGEST_LENGTH];
+	ZklTlsTrust *t = NULL;
+	ZklTrustError r = ZKL_TRUST_OK;
+
+	*out = NULL;
+	*err_no = tls_read_all(ca, &ca_data, &lens[0]);
+	if (*err_no != 0)
+		return ZKL_TRUST_CA_READ;
+	if (crl != NULL && (*err_no = tls_read_all(crl, &crl_data, &lens[1])) != 0)
+	{
+		free(ca_data);
+		return ZKL_TRUST_CRL_READ;
+	}
+	parts[0] = ca_data;
+	parts[1] = crl_data;
+	parts[2] = &has_crl;
+	lens[2] = 1;
+	if (!tls_digest(digest, 3, parts, lens))
+		r = ZKL_TRUST_NOMEM;
+	else if (known != NULL && memcmp(digest, known->digest, sizeof(digest)) == 0)
+		r = ZKL_TRUST_OK;
+	else if ((t = calloc(1, sizeof(ZklTlsTrust))) == NULL ||
+			 (t->store = X509_STORE_new()) == NULL)
+		r = ZKL_TRUST_NOMEM;
+	else if ((r = tls_store_add(t->store, ca_data, lens[0], false)) == ZKL_TRUST_OK &&
+			 (crl == NULL ||
+			  (r = tls_store_add(t->store, crl_data, lens[1], true)) == ZKL_TRUST_OK))
+	{
+		if (crl != NULL)
+			X509_STORE_set_flags(t->store, X509_V_FLAG_CRL_CHECK |
+								 X509_V_FLAG_CRL_CHECK_ALL);
+		t->refs = 1;
+		t->has_crl = crl != NULL;
+		memcpy(t->digest, digest, sizeof(digest));
+		*out = t;
+		t = NULL;
+	}
+	if (t != NULL)
+	{
+		X509_STORE_free(t->store);
+		free(t);
+	}
+	free(ca_data);
+	free(crl_data);
+	return r;
+}
+
+/* Another reference to a trust (or NULL); under mu. */
+static ZklTlsTrust *
+tls_trust_ref_locked(ZklTlsTrust *t)
+{
+	if (t != NULL)
+		t->refs++;
+	return t;
+}
+
+/* Let go of a reference to a trust (or NULL); plain C, not under mu. */
+static void
+tls_trust_release(ZklTlsTrust *t)
+{
+	int			left;
+
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	left = --t->refs;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (left == 0)
+	{
+		X509_STORE_free(t->store);
+		free(t);
+	}
+}
+
+/*
+ * Whether the CRLs of the store forbid resuming with a certificate: one
+ * from its issuer lists its serial, or is past its next update (a full
+ * handshake would refuse it as expired).  Plain C.
+ */
+static bool
+tls_crl_refuses(X509 *x, X509_STORE *store, time_t now)
+{
+	STACK_OF(X509_OBJECT) *objs;
+	bool		refuses = false;
+
+	if (!X509_STORE_lock(store))
+		return true;
+	objs = X509_STORE_get0_objects(store);
+	for (int i = 0; objs != NULL && i < sk_X509_OBJECT_num(objs) && !refuses; i++)
+	{
+		X509_OBJECT *o = sk_X509_OBJECT_value(objs, i);
+		X509_CRL   *crl = X509_OBJECT_get0_X509_CRL(o);
+		const ASN1_TIME *next;
+		X509_REVOKED *entry;
+
+		if (crl == NULL ||
+			X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_issuer_name(x)) != 0)
+			continue;
+		next = X509_CRL_get0_nextUpdate(crl);
+		if ((next != NULL && X509_cmp_time(next, &now) <= 0) ||
+			X509_CRL_get0_by_cert(crl, &entry, x) == 1)
+			refuses = true;
+	}
+	X509_STORE_unlock(store);
+	return refuses;
+}
+
+/*
+ * Whether a kept TLS session may be offered for resumption under a trust:
+ * within its lifetime (the server's), its server's chain verified by a
+ * full handshake less than max_age seconds ago (verified), and its server
+ * certificate valid now and neither revoked nor covered by a CRL past its
+ * next update.  The caller has checked that the session was made under
+ * the same files (the trust's digest).  Plain C.
+ */
+static bool
+tls_resumable(SSL_SESSION *session, const ZklTlsTrust *trust,
+			  time_t verified, int max_age)
+{
+	X509	   *peer = SSL_SESSION_get0_peer(session);
+	time_t		now = time(NULL);
+	long		made = SSL_SESSION_get_time(session);
+	long		life = SSL_SESSION_get_timeout(session);
+	unsigned long hint = SSL_SESSION_get_ticket_lifetime_hint(session);
+
+	if (!SSL_SESSION_is_resumable(session) || peer == NULL)
+		return false;
+	if (verified <= 0 || now < verified || now - verified >= max_age)
+		return false;
+	if (hint > 0 && hint < (unsigned long) life)
+		life = (long) hint;
+	if (now < made || now - made >= life)
+		return false;
+	if (X509_cmp_time(X509_get0_notAfter(peer), &now) <= 0 ||
+		X509_cmp_time(X509_get0_notBefore(peer), &now) >= 0)
+		return false;
+	return !(trust->has_crl && tls_crl_refuses(peer, trust->store, now));
+}
+
+/*
+ * Append bytes from a certificate to a message: printable ASCII as it is,
+ * a backslash doubled, a double quote and any other byte as \xNN (a
+ * certificate that did not verify may carry anything, and the message
+ * quotes it).  Plain C.
+ */
+static size_t
+tls_append_printable(char *out, size_t cap, size_t len,
+					 const unsigned char *s, int n)
+{
+	for (int i = 0; i < n && len + 5 < cap; i++)
+	{
+		unsigned char c = s[i];
+
+		if (c == '\\')
+		{
+			out[len++] = '\\';
+			out[len++] = '\\';
+		}
+		else if (c >= 0x20 && c < 0x7f && c != '"')
+			out[len++] = (char) c;
+		else
+			len += snprintf(out + len, cap - len, "\\x%02x", c);
+	}
+	if (len < cap)
+		out[len] = '\0';
+	return len;
+}
+
+/* Append text of our own to a message; plain C. */
+static size_t
+tls_append_text(char *out, size_t cap, size_t len, const char *text)
+{
+	if (len < cap)
+		len += strlcpy(out + len, text, cap - len);
+	return Min(len, cap - 1);
+}
+
+/*
  * The key file's ownership and mode, as PostgreSQL checks ssl_key_file: a
  * regular file, owned by the database user (then 0600 or less) or by root
  * (then 0640 or less).
@@ -221,38 +628,6 @@ tls_check_key_file(const char *path)
 				 errmsg("ZooKeeper TLS key file \"%s\" has group or world access",
 						path),
 				 errdetail("File must have permissions u=rw (0600) or less if owned by the database user, or permissions u=rw,g=r (0640) or less if owned by root.")));
-}
-
-/* Open one of the files for reading, or raise naming it and its setting. */
-static FILE *
-tls_open(const char *path, const char *setting)
-{
-	FILE	   *f = fopen(path, "r");
-
-	if (f == NULL)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not open ZooKeeper TLS file \"%s\": %m", path),
-				 errdetail("The file is %s.", setting)));
-	return f;
-}
-
-/* The first certificate of a PEM file, or raise. */
-static X509 *
-tls_read_cert(const char *path, const char *setting)
-{
-	FILE	   *f = tls_open(path, setting);
-	X509	   *x = PEM_read_X509(f, NULL, NULL, NULL);
-
-	fclose(f);
-	if (x == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not load a certificate from ZooKeeper TLS file \"%s\"",
-						path),
-				 errdetail("The file is %s; it must hold PEM certificates (%s).",
-						   setting, tls_openssl_error())));
-	return x;
 }
 
 /* An ASN1 time as text, for a message. */
@@ -387,7 +762,12 @@ tls_session_free(ZklTlsSession *ts)
 	if (ts == NULL)
 		return;
 	for (int i = 0; i < ts->nservers; i++)
+	{
 		SSL_SESSION_free(ts->servers[i].resume);
+		tls_trust_release(ts->servers[i].resume_trust);
+		tls_trust_release(ts->servers[i].attempt_trust);
+	}
+	tls_trust_release(ts->trust);
 	SSL_CTX_free(ts->ctx);
 	free(ts);
 }
@@ -403,12 +783,17 @@ tls_forget(void)
 	tls_ca = tls_cert = tls_key = tls_crl = NULL;
 	SSL_CTX_free(tls_ctx);
 	tls_ctx = NULL;
+	tls_trust_release(tls_trust);
+	tls_trust = NULL;
 	tls_session_free(tls_session);
 	tls_session = NULL;
 	tls_own_id[0] = '\0';
 }
 
-/* The names a server certificate carries, for a message; plain C. */
+/*
+ * The names a server certificate carries, for a message, its bytes escaped
+ * (tls_append_printable); plain C.
+ */
 static void
 tls_cert_names(X509 *x, char *out, size_t cap)
 {
@@ -416,16 +801,18 @@ tls_cert_names(X509 *x, char *out, size_t cap)
 	size_t		len = 0;
 
 	out[0] = '\0';
-	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans); i++)
+	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && len + 8 < cap; i++)
 	{
 		GENERAL_NAME *gn = sk_GENERAL_NAME_value(sans, i);
 		char		ip[INET6_ADDRSTRLEN] = "?";
 
 		if (gn->type == GEN_DNS)
-			len += snprintf(out + len, cap - Min(len, cap), "%sDNS:%.*s",
-							len ? ", " : "",
-							ASN1_STRING_length(gn->d.dNSName),
-							(const char *) ASN1_STRING_get0_data(gn->d.dNSName));
+		{
+			len = tls_append_text(out, cap, len, len ? ", DNS:" : "DNS:");
+			len = tls_append_printable(out, cap, len,
+									   ASN1_STRING_get0_data(gn->d.dNSName),
+									   ASN1_STRING_length(gn->d.dNSName));
+		}
 		else if (gn->type == GEN_IPADD)
 		{
 			int			n = ASN1_STRING_length(gn->d.iPAddress);
@@ -433,22 +820,28 @@ tls_cert_names(X509 *x, char *out, size_t cap)
 			if (n == 4 || n == 16)
 				inet_ntop(n == 4 ? AF_INET : AF_INET6,
 						  ASN1_STRING_get0_data(gn->d.iPAddress), ip, sizeof(ip));
-			len += snprintf(out + len, cap - Min(len, cap), "%sIP:%s",
-							len ? ", " : "", ip);
+			len = tls_append_text(out, cap, len, len ? ", IP:" : "IP:");
+			len = tls_append_text(out, cap, len, ip);
 		}
-		if (len >= cap)
-			break;
 	}
 	GENERAL_NAMES_free(sans);
 	if (len == 0)
 	{
-		char		cn[256];
+		X509_NAME  *subject = X509_get_subject_name(x);
+		int			at = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
 
-		if (X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName,
-									  cn, sizeof(cn)) > 0)
-			snprintf(out, cap, "no subject alternative name, only the common name \"%s\"", cn);
+		if (at >= 0)
+		{
+			ASN1_STRING *cn = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at));
+
+			len = tls_append_text(out, cap, 0,
+								  "no subject alternative name, only the common name \"");
+			len = tls_append_printable(out, cap, len, ASN1_STRING_get0_data(cn),
+									   ASN1_STRING_length(cn));
+			(void) tls_append_text(out, cap, len, "\"");
+		}
 		else
-			snprintf(out, cap, "no name");
+			(void) tls_append_text(out, cap, 0, "no name");
 	}
 }
 
@@ -512,16 +905,101 @@ tls_server_of(ZklTlsSession *ts, const struct sockaddr *addr)
 }
 
 /*
+ * A connection attempt could not load the files in force: refuse it, and
+ * say why as the server's refusal (verify_error -1).  Plain C.
+ */
+static void
+tls_refuse_files(ZklTlsServer *sv, const char *ca, const char *crl,
+				 ZklTrustError r, int err_no)
+{
+	char		why[sizeof(sv->names)];
+	char		buf[PG_STRERROR_R_BUFLEN];
+	const char *path = (r == ZKL_TRUST_CRL_READ || r == ZKL_TRUST_CRL_PARSE) ?
+		crl : ca;
+	const char *setting = (r == ZKL_TRUST_CRL_READ || r == ZKL_TRUST_CRL_PARSE) ?
+		"zklock.ssl_crl_file" : "zklock.ssl_ca_file";
+
+	if (r == ZKL_TRUST_CA_READ || r == ZKL_TRUST_CRL_READ)
+		snprintf(why, sizeof(why), "%s \"%s\" could not be read at a connection attempt: %s",
+				 setting, path, tls_read_error(err_no, buf, sizeof(buf)));
+	else if (r == ZKL_TRUST_NOMEM)
+		snprintf(why, sizeof(why), "the TLS files could not be loaded at a connection attempt: out of memory");
+	else
+		snprintf(why, sizeof(why), "%s \"%s\" holds no %s at a connection attempt",
+				 setting, path,
+				 r == ZKL_TRUST_CRL_PARSE ? "PEM revocation list" : "PEM certificate");
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	sv->refused = true;
+	sv->verify_error = -1;
+	memcpy(sv->names, why, sizeof(why));
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
+}
+
+/*
+ * The trust in force for a connection attempt: the files are read again
+ * and digested; when their contents changed, the session's trust is
+ * rebuilt from what was read.  Returns a reference, or NULL (the attempt
+ * refused, why recorded for the server).  Plain C, on the I/O thread or
+ * the probe's.
+ */
+static ZklTlsTrust *
+tls_trust_now(ZklTlsSession *ts, ZklTlsServer *sv)
+{
+	ZklTlsTrust *known;
+	ZklTlsTrust *fresh = NULL;
+	ZklTlsTrust *old;
+	ZklTrustError r;
+	int			err_no = 0;
+	char		ca[MAXPGPATH];
+	char		crl[MAXPGPATH];
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	known = tls_trust_ref_locked(ts->trust);
+	strlcpy(ca, ts->ca_path, sizeof(ca));
+	strlcpy(crl, ts->crl_path, sizeof(crl));
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	r = tls_trust_load(ca, crl[0] ? crl : NULL, known, &fresh, &err_no);
+	ERR_clear_error();
+	if (r != ZKL_TRUST_OK)
+	{
+		tls_trust_release(known);
+		tls_refuse_files(sv, ca, crl, r, err_no);
+		return NULL;
+	}
+	if (fresh == NULL)
+		return known;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	old = ts->trust;
+	ts->trust = tls_trust_ref_locked(fresh);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	tls_trust_release(old);
+	tls_trust_release(known);
+	return fresh;
+}
+
+/*
  * Before each handshake (the library's prepare callback, and the probe's):
- * the host the certificate must name, with SNI for a name, and the TLS
- * session this server gave last.  A server not in the table is refused.
- * Plain C, on the I/O thread or the probe's.
+ * the host the certificate must name, with SNI for a name; the CA and CRL
+ * files in force now (tls_trust_now); and the TLS session this server
+ * gave last, offered only when it was verified under the same files, is
+ * young enough and its certificate is still valid and not revoked
+ * (tls_resumable); otherwise it is dropped and the handshake is a full
+ * one.  A server not in the table is refused.  Plain C, on the I/O thread
+ * or the probe's.
  */
 static int
 tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 {
 	ZklTlsSession *ts = (ZklTlsSession *) arg;
 	ZklTlsServer *sv = tls_server_of(ts, addr);
+	ZklTlsTrust *trust;
+	ZklTlsTrust *old;
+	SSL_SESSION *offer = NULL;
+	time_t		verified = 0;
+	int			max_age;
+	SSL_SESSION *dropped = NULL;
+	ZklTlsTrust *dropped_trust = NULL;
 
 	if (sv == NULL || SSL_set_ex_data(ssl, tls_server_index, sv) != 1)
 		return -1;
@@ -541,35 +1019,105 @@ tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 	}
 	if (!sv->is_address)
 		(void) SSL_set_tlsext_host_name(ssl, sv->host);
+	trust = tls_trust_now(ts, sv);
+	if (trust == NULL)
+		return -1;
+	if (SSL_set1_verify_cert_store(ssl, trust->store) != 1)
+	{
+		tls_trust_release(trust);
+		return -1;
+	}
+	if (trust->has_crl)
+		X509_VERIFY_PARAM_set_flags(SSL_get0_param(ssl), X509_V_FLAG_CRL_CHECK |
+									X509_V_FLAG_CRL_CHECK_ALL);
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	if (sv->resume != NULL)
-		(void) SSL_set_session(ssl, sv->resume);
+	old = sv->attempt_trust;
+	sv->attempt_trust = trust;	/* our reference moves there */
+	sv->attempt_verified = 0;
+	max_age = ts->ticket_max_age;
+	if (sv->resume != NULL && sv->resume_trust != NULL &&
+		memcmp(sv->resume_trust->digest, trust->digest, sizeof(trust->digest)) == 0)
+	{
+		offer = sv->resume;
+		verified = sv->resume_verified;
+		SSL_SESSION_up_ref(offer);
+	}
+	else if (sv->resume != NULL)
+	{
+		dropped = sv->resume;
+		dropped_trust = sv->resume_trust;
+		sv->resume = NULL;
+		sv->resume_trust = NULL;
+	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	tls_trust_release(old);
+	if (offer != NULL && tls_resumable(offer, trust, verified, max_age) &&
+		SSL_set_session(ssl, offer) == 1)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		sv->attempt_verified = verified;
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+	}
+	else if (offer != NULL)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		if (sv->resume == offer)
+		{
+			dropped = sv->resume;
+			dropped_trust = sv->resume_trust;
+			sv->resume = NULL;
+			sv->resume_trust = NULL;
+		}
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+	}
+	SSL_SESSION_free(offer);
+	SSL_SESSION_free(dropped);
+	tls_trust_release(dropped_trust);
 	return 0;
 }
 
 /*
  * A server gave a TLS session (a TLS 1.3 ticket, or a 1.2 session): keep
- * it, so that the next connection to that server resumes it.  Plain C.
+ * it, with the trust its connection was verified under and when its chain
+ * was verified: now after a full handshake, but on a resumed connection
+ * the time of the full handshake the offered session descends from (a
+ * resumption verifies no chain; OpenSSL restarts a new ticket's clock), so
+ * that the next connection to that server may resume it within the bound.
+ * Plain C.
  */
 static int
 tls_new_session(SSL *ssl, SSL_SESSION *session)
 {
 	ZklTlsServer *sv = SSL_get_ex_data(ssl, tls_server_index);
+	bool		reused = SSL_session_reused(ssl);
+	time_t		now = time(NULL);
 	SSL_SESSION *old;
+	ZklTlsTrust *old_trust;
 
 	if (sv == NULL)
 		return 0;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (reused && sv->attempt_verified <= 0)
+	{
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return 0;				/* not kept: OpenSSL frees it */
+	}
 	old = sv->resume;
+	old_trust = sv->resume_trust;
 	sv->resume = session;
+	sv->resume_trust = tls_trust_ref_locked(sv->attempt_trust);
+	sv->resume_verified = reused ? sv->attempt_verified : now;
 	sv->resume_gen++;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	SSL_SESSION_free(old);
+	tls_trust_release(old_trust);
 	return 1;
 }
 
-/* A handshake completed: count it, and whether it resumed.  Plain C. */
+/*
+ * A handshake completed: count it, and whether it resumed; the server no
+ * longer stands refused.  Plain C.
+ */
 static void
 tls_info(const SSL *ssl, int where, int ret)
 {
@@ -585,6 +1133,7 @@ tls_info(const SSL *ssl, int where, int ret)
 	sv->handshakes++;
 	if (SSL_session_reused((SSL *) ssl))
 		sv->resumed++;
+	sv->refused = false;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
@@ -600,13 +1149,14 @@ tls_file_error(const char *what, const char *path, const char *setting)
 }
 
 /*
- * The session's TLS context: the CA file alone as trust, the CRL file's
- * revocations, TLS 1.2 at least, the client certificate chain and its key,
- * a verify callback that records refusals, and client-side session
- * caching through tls_new_session.  Raises naming the file.
+ * The session's TLS context: the trust's store (tls_prepare sets the one in
+ * force on each connection), TLS 1.2 at least, the client certificate chain
+ * (PEM text, as read) and its key, a verify callback that records
+ * refusals, and client-side session caching through tls_new_session.
+ * Raises naming the file.
  */
 static SSL_CTX *
-tls_build_ctx(EVP_PKEY *key)
+tls_build_ctx(EVP_PKEY *key, const unsigned char *chain, size_t chain_len)
 {
 	SSL_CTX    *ctx;
 
@@ -621,26 +1171,42 @@ tls_build_ctx(EVP_PKEY *key)
 						tls_openssl_error())));
 	PG_TRY();
 	{
-		X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+		BIO		   *bio;
+		X509	   *x;
+		bool		ok;
 
 		SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
 						   tls_verify);
 		SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
-		if (SSL_CTX_load_verify_locations(ctx, tls_ca, NULL) != 1)
+		/*
+		 * The CA file also completes our own chain (a client certificate
+		 * from an intermediate CA that zklock.ssl_cert_file does not hold):
+		 * OpenSSL builds the chain it sends from the chain store.
+		 */
+		if (SSL_CTX_set1_verify_cert_store(ctx, tls_trust->store) != 1 ||
+			SSL_CTX_set1_chain_cert_store(ctx, tls_trust->store) != 1)
 			tls_file_error("the CA certificates", tls_ca, "zklock.ssl_ca_file");
-		if (tls_crl != NULL)
+		/* The chain as SSL_CTX_use_certificate_chain_file reads it. */
+		bio = BIO_new_mem_buf(chain, (int) chain_len);
+		x = bio ? PEM_read_bio_X509_AUX(bio, NULL, NULL, NULL) : NULL;
+		ok = x != NULL && SSL_CTX_use_certificate(ctx, x) == 1;
+		X509_free(x);
+		while (ok && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL)
 		{
-			X509_LOOKUP *lookup = X509_STORE_add_lookup(store, X509_LOOKUP_file());
-
-			if (lookup == NULL ||
-				X509_load_crl_file(lookup, tls_crl, X509_FILETYPE_PEM) <= 0)
-				tls_file_error("a certificate revocation list", tls_crl,
-							   "zklock.ssl_crl_file");
-			X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+			ok = SSL_CTX_add0_chain_cert(ctx, x) == 1;
+			if (!ok)
+				X509_free(x);
 		}
-		if (SSL_CTX_use_certificate_chain_file(ctx, tls_cert) != 1)
+		BIO_free(bio);
+		/* Only "no start line" is the end of the PEM text; else it is bad. */
+		if (ok && ERR_peek_last_error() != 0 &&
+			!(ERR_GET_LIB(ERR_peek_last_error()) == ERR_LIB_PEM &&
+			  ERR_GET_REASON(ERR_peek_last_error()) == PEM_R_NO_START_LINE))
+			ok = false;
+		if (!ok)
 			tls_file_error("the certificate chain", tls_cert, "zklock.ssl_cert_file");
+		ERR_clear_error();		/* the end of the PEM text */
 		if (SSL_CTX_use_PrivateKey(ctx, key) != 1 ||
 			SSL_CTX_check_private_key(ctx) != 1)
 			tls_file_error("the private key", tls_key, "zklock.ssl_key_file");
@@ -658,20 +1224,95 @@ tls_build_ctx(EVP_PKEY *key)
 	return ctx;
 }
 
+/* Raise for a file of a setting that tls_read_all could not read. */
+pg_noreturn static void
+tls_raise_read(const char *path, const char *setting, int err_no)
+{
+	if (err_no == EINVAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("ZooKeeper TLS file \"%s\" is not a regular file", path),
+				 errdetail("The file is %s.", setting)));
+	if (err_no == EFBIG)
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("ZooKeeper TLS file \"%s\" is too large", path),
+				 errdetail("The file is %s; at most %d bytes are read.",
+						   setting, ZKL_TLS_FILE_MAX)));
+	errno = err_no;
+	ereport(ERROR,
+			(errcode_for_file_access(),
+			 errmsg("could not open ZooKeeper TLS file \"%s\": %m", path),
+			 errdetail("The file is %s.", setting)));
+}
+
+/* A whole file of a setting, malloc'd, or raise naming it. */
+static unsigned char *
+tls_read_or_raise(const char *path, const char *setting, size_t *len)
+{
+	unsigned char *data;
+	int			err_no = tls_read_all(path, &data, len);
+
+	if (err_no != 0)
+		tls_raise_read(path, setting, err_no);
+	return data;
+}
+
+/* The CA and CRL files loaded (tls_trust_load), or raise naming the file. */
+static ZklTlsTrust *
+tls_load_trust(void)
+{
+	ZklTlsTrust *t = NULL;
+	int			err_no = 0;
+	ZklTrustError r = tls_trust_load(tls_ca, tls_crl, NULL, &t, &err_no);
+
+	switch (r)
+	{
+		case ZKL_TRUST_OK:
+			break;
+		case ZKL_TRUST_NOMEM:
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+			break;
+		case ZKL_TRUST_CA_READ:
+			tls_raise_read(tls_ca, "zklock.ssl_ca_file", err_no);
+			break;
+		case ZKL_TRUST_CRL_READ:
+			tls_raise_read(tls_crl, "zklock.ssl_crl_file", err_no);
+			break;
+		case ZKL_TRUST_CA_PARSE:
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not load a certificate from ZooKeeper TLS file \"%s\"",
+							tls_ca),
+					 errdetail("The file is zklock.ssl_ca_file; it must hold PEM certificates (%s).",
+							   tls_openssl_error())));
+			break;
+		case ZKL_TRUST_CRL_PARSE:
+			tls_file_error("a certificate revocation list", tls_crl,
+						   "zklock.ssl_crl_file");
+			break;
+	}
+	return t;
+}
+
 /*
  * Before a session opens: with zklock.ssl on, check the files as the
  * server and the library would (readable, PEM, the key matches the
- * certificate, which is valid now; the key's mode; the CRL file), learn
- * the identity and build the session's TLS context.  Raises a class-08
- * error that names the file.
+ * certificate, which is valid now; the key's mode; the CRL file), load the
+ * trust, learn the identity and build the session's TLS context.  Each
+ * file is read once, and what is checked, used and digested is what was
+ * read.  Raises a class-08 error that names the file.
  */
 void
 zkl_sess_tls_prepare(void)
 {
-	X509	   *ca;
-	X509	   *cert;
+	X509	   *volatile cert = NULL;
 	EVP_PKEY   *volatile key = NULL;
-	FILE	   *f;
+	unsigned char *volatile cert_data = NULL;
+	unsigned char *volatile key_data = NULL;
+	volatile size_t key_len = 0;
 	StringInfoData dn;
 
 	tls_forget();
@@ -681,21 +1322,39 @@ zkl_sess_tls_prepare(void)
 	tls_cert = tls_path("zklock.ssl_cert_file", zkl_ssl_cert_file);
 	tls_key = tls_path("zklock.ssl_key_file", zkl_ssl_key_file);
 	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
-	{
 		tls_crl = tls_path("zklock.ssl_crl_file", zkl_ssl_crl_file);
-		fclose(tls_open(tls_crl, "zklock.ssl_crl_file"));
-	}
+	if (strlen(tls_ca) >= MAXPGPATH || (tls_crl && strlen(tls_crl) >= MAXPGPATH))
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("ZooKeeper TLS file path is too long")));
+	tls_trust = tls_load_trust();
 
-	ca = tls_read_cert(tls_ca, "zklock.ssl_ca_file");
-	X509_free(ca);
-	cert = tls_read_cert(tls_cert, "zklock.ssl_cert_file");
 	PG_TRY();
 	{
+		size_t		cert_len;
+		size_t		len;
+		const unsigned char *parts[2];
+		size_t		lens[2];
+		BIO		   *bio;
+
+		cert_data = tls_read_or_raise(tls_cert, "zklock.ssl_cert_file", &cert_len);
+		bio = BIO_new_mem_buf(cert_data, (int) cert_len);
+		cert = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+		BIO_free(bio);
+		if (cert == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+					 errmsg("could not load a certificate from ZooKeeper TLS file \"%s\"",
+							tls_cert),
+					 errdetail("The file is zklock.ssl_cert_file; it must hold PEM certificates (%s).",
+							   tls_openssl_error())));
 		tls_check_validity(cert, tls_cert);
 		tls_check_key_file(tls_key);
-		f = tls_open(tls_key, "zklock.ssl_key_file");
-		key = PEM_read_PrivateKey(f, NULL, zkl_tls_no_passphrase, NULL);
-		fclose(f);
+		key_data = tls_read_or_raise(tls_key, "zklock.ssl_key_file", &len);
+		key_len = len;
+		bio = BIO_new_mem_buf(key_data, (int) key_len);
+		key = bio ? PEM_read_bio_PrivateKey(bio, NULL, zkl_tls_no_passphrase, NULL) : NULL;
+		BIO_free(bio);
 		if (key == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
@@ -721,13 +1380,25 @@ zkl_sess_tls_prepare(void)
 							tls_cert),
 					 errdetail("The subject must be a name of at most %d bytes.",
 							   (int) sizeof(tls_own_id) - 1)));
-		tls_ctx = tls_build_ctx(key);
+		tls_ctx = tls_build_ctx(key, cert_data, cert_len);
+		parts[0] = cert_data;
+		lens[0] = cert_len;
+		parts[1] = key_data;
+		lens[1] = key_len;
+		if (!tls_digest(tls_identity, 2, parts, lens))
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
 		strlcpy(tls_own_id, dn.data, sizeof(tls_own_id));
 	}
 	PG_FINALLY();
 	{
 		X509_free(cert);
 		EVP_PKEY_free(key);
+		free(cert_data);
+		if (key_data != NULL)
+			OPENSSL_cleanse(key_data, key_len);
+		free(key_data);
 	}
 	PG_END_TRY();
 }
@@ -772,28 +1443,19 @@ tls_server_init(ZklTlsServer *sv, const char *addr, size_t len,
 	return true;
 }
 
-/* "path:size:mtime" of a file, for a ticket's key. */
-static char *
-tls_file_stamp(const char *path)
-{
-	struct stat st;
-
-	if (path == NULL)
-		return "-";
-	if (stat(path, &st) != 0)
-		return psprintf("%s:?", path);
-	return psprintf("%s:%lld:%lld", path, (long long) st.st_size,
-					(long long) st.st_mtime);
-}
-
 /*
  * The key of a server's ticket in shared memory: the server as reached,
- * and everything that decided to trust it and who we are to it.
+ * whether its host was checked, the digest of the CA and CRL files that
+ * verified it (a trust's) and that of the client certificate and key
+ * files, as loaded.  False when it does not fit.
  */
-static void
-tls_shared_key(ZklTlsServer *sv, bool check_host)
+static bool
+tls_shared_key(const ZklTlsServer *sv, const ZklTlsSession *ts,
+			   const unsigned char *trust_digest, char *out, size_t cap)
 {
 	char		addr[INET6_ADDRSTRLEN] = "?";
+	char		hex[4 * SHA256_DIGEST_LENGTH + 1];
+	int			n;
 
 	if (sv->addr.ss_family == AF_INET)
 		inet_ntop(AF_INET, &((struct sockaddr_in *) &sv->addr)->sin_addr,
@@ -801,26 +1463,50 @@ tls_shared_key(ZklTlsServer *sv, bool check_host)
 	else
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *) &sv->addr)->sin6_addr,
 				  addr, sizeof(addr));
-	snprintf(sv->shared_key, sizeof(sv->shared_key), "%s|%d|%s|%d|%s|%s|%s|%s",
-			 sv->host, sv->port, addr, check_host ? 1 : 0,
-			 tls_file_stamp(tls_ca), tls_file_stamp(tls_cert),
-			 tls_file_stamp(tls_key), tls_file_stamp(tls_crl));
+	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+		snprintf(hex + 2 * i, 3, "%02x", trust_digest[i]);
+	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
+		snprintf(hex + 2 * (SHA256_DIGEST_LENGTH + i), 3, "%02x", ts->identity[i]);
+	n = snprintf(out, cap, "%s|%d|%s|%d|%s", sv->host, sv->port, addr,
+				 ts->check_host ? 1 : 0, hex);
+	return n > 0 && (size_t) n < cap;
 }
 
-/* The ticket another backend kept for a server, to resume; or none. */
+/*
+ * The ticket another backend kept for a server under the files this
+ * session loaded, to resume (tls_prepare checks it again before it is
+ * offered); or none.
+ */
 static void
-tls_shared_load(ZklTlsServer *sv)
+tls_shared_load(ZklTlsSession *ts, ZklTlsServer *sv)
 {
-	unsigned char *der = palloc(ZKL_TLS_TICKET_MAX);
-	int			len = zkl_tls_shared_get(sv->shared_key, der, ZKL_TLS_TICKET_MAX);
-	const unsigned char *p = der;
+	char		key[ZKL_TLS_KEY_MAX];
+	unsigned char *der;
+	int			len;
+	const unsigned char *p;
 
-	if (len > 0)
+	if (!tls_shared_key(sv, ts, ts->trust->digest, key, sizeof(key)))
+		return;
+	der = palloc(ZKL_TLS_TICKET_MAX);
+	len = zkl_tls_shared_get(key, der, ZKL_TLS_TICKET_MAX);
+	p = der + ZKL_TLS_VERIFIED_LEN;
+	if (len > ZKL_TLS_VERIFIED_LEN)
 	{
-		SSL_SESSION *session = d2i_SSL_SESSION(NULL, &p, len);
+		SSL_SESSION *session = d2i_SSL_SESSION(NULL, &p,
+											   len - ZKL_TLS_VERIFIED_LEN);
+		uint64		verified = 0;
 
-		if (session != NULL && SSL_SESSION_is_resumable(session))
+		for (int i = 0; i < ZKL_TLS_VERIFIED_LEN; i++)
+			verified = (verified << 8) | der[i];
+		if (session != NULL && SSL_SESSION_is_resumable(session) &&
+			verified > 0)
+		{
+			pthread_mutex_lock(&zkl_sess_sync_mu);
 			sv->resume = session;
+			sv->resume_trust = tls_trust_ref_locked(ts->trust);
+			sv->resume_verified = (time_t) verified;
+			pthread_mutex_unlock(&zkl_sess_sync_mu);
+		}
 		else
 			SSL_SESSION_free(session);
 	}
@@ -830,9 +1516,10 @@ tls_shared_load(ZklTlsServer *sv)
 
 /*
  * The TLS side of the session being opened, for the library's connect
- * string hosts (zklock.hosts' servers resolved, in their order): each
- * server's address, the host its certificate must name, and the ticket
- * another backend kept for it.  Before the handle starts.
+ * string hosts (zklock.hosts' servers resolved, in their order): the trust
+ * loaded by zkl_sess_tls_prepare, each server's address, the host its
+ * certificate must name, and the ticket another backend kept for it.
+ * Before the handle starts.
  */
 void
 zkl_sess_tls_servers(const char *hosts)
@@ -856,7 +1543,15 @@ zkl_sess_tls_servers(const char *hosts)
 				 errmsg("out of memory")));
 	ts->ctx = tls_ctx;
 	SSL_CTX_up_ref(ts->ctx);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	ts->trust = tls_trust_ref_locked(tls_trust);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	memcpy(ts->identity, tls_identity, sizeof(ts->identity));
+	strlcpy(ts->ca_path, tls_ca, sizeof(ts->ca_path));
+	if (tls_crl != NULL)
+		strlcpy(ts->crl_path, tls_crl, sizeof(ts->crl_path));
 	ts->check_host = zkl_ssl_hostname_verification;
+	ts->ticket_max_age = zkl_ssl_ticket_max_age;
 	tls_session = ts;
 	for (int i = 0; i < n; i++)
 	{
@@ -867,16 +1562,83 @@ zkl_sess_tls_servers(const char *hosts)
 			elog(ERROR, "could not read server %d of the connect string \"%s\"",
 				 i + 1, hosts);
 		ts->nservers++;
-		tls_shared_key(&ts->servers[i], ts->check_host);
-		tls_shared_load(&ts->servers[i]);
+		tls_shared_load(ts, &ts->servers[i]);
 		p += len + (comma ? 1 : 0);
 	}
 	pfree(given);
 }
 
 /*
+ * A setting's file as an absolute path, into out (MAXPGPATH); raise when
+ * it does not fit, as zkl_sess_tls_prepare does.
+ */
+static void
+tls_setting_path(const char *value, char *out)
+{
+	int			n;
+
+	if (is_absolute_path(value))
+		n = (int) strlcpy(out, value, MAXPGPATH);
+	else
+		n = snprintf(out, MAXPGPATH, "%s/%s", DataDir, value);
+	if (n < 0 || n >= MAXPGPATH)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("ZooKeeper TLS file path is too long")));
+}
+
+/*
+ * Before each call that uses the open session: when a reload made
+ * zklock.ssl_ca_file or zklock.ssl_crl_file name other files, the
+ * session's next connection attempt reads those (the client certificate
+ * and key stay the session's until it closes).  An empty CA setting is
+ * left to the next session to report.  Main thread.
+ */
+void
+zkl_sess_tls_follow_settings(void)
+{
+	char		ca[MAXPGPATH];
+	char		crl[MAXPGPATH] = "";
+	bool		changed;
+
+	if (tls_session == NULL || !zkl_ssl ||
+		zkl_ssl_ca_file == NULL || zkl_ssl_ca_file[0] == '\0')
+		return;
+	tls_setting_path(zkl_ssl_ca_file, ca);
+	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
+		tls_setting_path(zkl_ssl_crl_file, crl);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	tls_session->ticket_max_age = zkl_ssl_ticket_max_age;
+	changed = strcmp(ca, tls_session->ca_path) != 0 ||
+		strcmp(crl, tls_session->crl_path) != 0;
+	if (changed)
+	{
+		strlcpy(tls_session->ca_path, ca, sizeof(tls_session->ca_path));
+		strlcpy(tls_session->crl_path, crl, sizeof(tls_session->crl_path));
+	}
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (changed)
+	{
+		char	   *new_ca = strdup(ca);
+		char	   *new_crl = crl[0] ? strdup(crl) : NULL;
+
+		if (new_ca == NULL || (crl[0] && new_crl == NULL))
+		{
+			free(new_ca);
+			free(new_crl);
+			return;
+		}
+		free(tls_ca);
+		free(tls_crl);
+		tls_ca = new_ca;
+		tls_crl = new_crl;
+	}
+}
+
+/*
  * The session is open: keep the tickets its servers gave in shared
- * memory, for the next backend.
+ * memory, for the next backend, each under the key of the files that
+ * verified its server (which may be newer than the session's first).
  */
 void
 zkl_sess_tls_share(void)
@@ -885,29 +1647,40 @@ zkl_sess_tls_share(void)
 	{
 		ZklTlsServer *sv = &tls_session->servers[i];
 		SSL_SESSION *session = NULL;
+		ZklTlsTrust *trust = NULL;
+		uint64		verified = 0;
+		char		key[ZKL_TLS_KEY_MAX];
 		unsigned char *der;
 		unsigned char *q;
 		int			len;
 
 		pthread_mutex_lock(&zkl_sess_sync_mu);
-		if (sv->resume != NULL && sv->resume_gen != sv->shared_gen)
+		if (sv->resume != NULL && sv->resume_trust != NULL &&
+			sv->resume_gen != sv->shared_gen)
 		{
 			session = sv->resume;
 			SSL_SESSION_up_ref(session);
+			trust = tls_trust_ref_locked(sv->resume_trust);
+			verified = (uint64) sv->resume_verified;
 			sv->shared_gen = sv->resume_gen;
 		}
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		if (session == NULL)
 			continue;
 		len = i2d_SSL_SESSION(session, NULL);
-		if (len > 0 && len <= ZKL_TLS_TICKET_MAX)
+		if (len > 0 && len <= ZKL_TLS_TICKET_MAX - ZKL_TLS_VERIFIED_LEN &&
+			tls_shared_key(sv, tls_session, trust->digest, key, sizeof(key)))
 		{
-			der = q = palloc(len);
+			der = palloc(ZKL_TLS_VERIFIED_LEN + len);
+			for (int j = 0; j < ZKL_TLS_VERIFIED_LEN; j++)
+				der[j] = (unsigned char) (verified >> (56 - 8 * j));
+			q = der + ZKL_TLS_VERIFIED_LEN;
 			if (i2d_SSL_SESSION(session, &q) == len)
-				zkl_tls_shared_put(sv->shared_key, der, len);
+				zkl_tls_shared_put(key, der, ZKL_TLS_VERIFIED_LEN + len);
 			pfree(der);
 		}
 		SSL_SESSION_free(session);
+		tls_trust_release(trust);
 	}
 }
 
@@ -1000,7 +1773,9 @@ static void
 tls_refusal_text(const ZklTlsServer *sv, const char *ca, const char *crl,
 				 char *out, size_t cap)
 {
-	if (sv->verify_error == X509_V_ERR_HOSTNAME_MISMATCH ||
+	if (sv->verify_error == -1)
+		snprintf(out, cap, "%s", sv->names);
+	else if (sv->verify_error == X509_V_ERR_HOSTNAME_MISMATCH ||
 		sv->verify_error == X509_V_ERR_IP_ADDRESS_MISMATCH)
 		snprintf(out, cap, "the server's certificate does not name \"%s\", the %s it was reached under; it carries %s",
 				 sv->host, sv->is_address ? "address" : "host name", sv->names);
@@ -1079,6 +1854,7 @@ tls_probe_one(ZklTlsProbe *p, ZklTlsServer *sv, int64_t deadline,
 	int			fd;
 	bool		ok = false;
 	int64_t		verdict;
+	char		buf[PG_STRERROR_R_BUFLEN];
 	socklen_t	len = sv->addr.ss_family == AF_INET6 ?
 		sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 
@@ -1087,13 +1863,15 @@ tls_probe_one(ZklTlsProbe *p, ZklTlsServer *sv, int64_t deadline,
 	fd = socket(sv->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 	{
-		snprintf(out, cap, "could not create a socket: %s", strerror(errno));
+		snprintf(out, cap, "could not create a socket: %s",
+				 strerror_r(errno, buf, sizeof(buf)));
 		return false;
 	}
 	if (connect(fd, (struct sockaddr *) &sv->addr, len) != 0 &&
 		errno != EINPROGRESS)
 	{
-		snprintf(out, cap, "could not connect: %s", strerror(errno));
+		snprintf(out, cap, "could not connect: %s",
+				 strerror_r(errno, buf, sizeof(buf)));
 		goto done;
 	}
 	ssl = SSL_new(p->session->ctx);
@@ -1122,7 +1900,8 @@ tls_probe_one(ZklTlsProbe *p, ZklTlsServer *sv, int64_t deadline,
 		}
 		if (err == SSL_ERROR_SYSCALL && errno == ECONNREFUSED)
 		{
-			snprintf(out, cap, "could not connect: %s", strerror(errno));
+			snprintf(out, cap, "could not connect: %s",
+				 strerror_r(errno, buf, sizeof(buf)));
 			goto done;
 		}
 		tls_explain(p, sv, err, ERR_peek_last_error(), out, cap);
@@ -1252,12 +2031,19 @@ tls_probe_start(int budget_ms)
 		tls_probe_free(p);
 		return;
 	}
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	memcpy(p->session, tls_session, size);
+	(void) tls_trust_ref_locked(p->session->trust);
 	for (int i = 0; i < p->session->nservers; i++)
 	{
 		p->session->servers[i].resume = NULL;
+		p->session->servers[i].resume_trust = NULL;
+		p->session->servers[i].resume_verified = 0;
+		p->session->servers[i].attempt_trust = NULL;
+		p->session->servers[i].attempt_verified = 0;
 		p->session->servers[i].refused = false;
 	}
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	SSL_CTX_up_ref(p->session->ctx);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &saved);
@@ -1424,11 +2210,14 @@ zkl_sess_tls_report_failure(void)
 						  &host_mismatch))
 	{
 		tls_probe_abandon();
+		/* A sentence; one that starts with a setting's name keeps its case. */
+		if (strncmp(detail, "zklock.", 7) != 0)
+			detail[0] = pg_toupper((unsigned char) detail[0]);
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("could not connect to ZooKeeper server \"%s\" over TLS",
 						server),
-				 errdetail("%c%s.", pg_toupper((unsigned char) detail[0]), detail + 1),
+				 errdetail("%s.", detail),
 				 host_mismatch ?
 				 errhint("Name each server in zklock.hosts as its certificate does, or turn zklock.ssl_hostname_verification off for an ensemble whose certificates name no hosts.") :
 				 errhint("Check zklock.ssl_ca_file, zklock.ssl_crl_file and the servers' certificates.")));
@@ -1444,4 +2233,24 @@ zkl_sess_tls_report_failure(void)
 			 errdetail("No server completed a TLS handshake and session within %d ms.",
 					   zkl_connect_timeout),
 			 errhint("Check that the ensemble is running and serves TLS on these ports (secureClientPort), and zklock.connect_timeout.")));
+}
+
+/*
+ * Why the open session's reconnects fail over TLS, when a server's
+ * certificate or the CA and CRL files were refused at its last attempt:
+ * "with SERVER, WHY" into out, for an errdetail; false when none was.
+ * Main thread.
+ */
+bool
+zkl_sess_tls_refusal_detail(char *out, size_t cap)
+{
+	char		detail[sizeof(((ZklTlsProbe *) 0)->detail)];
+	char		server[sizeof(((ZklTlsProbe *) 0)->server)];
+	bool		host_mismatch;
+
+	if (!tls_first_refusal(server, sizeof(server), detail, sizeof(detail),
+						   &host_mismatch))
+		return false;
+	snprintf(out, cap, "with %s, %s", server, detail);
+	return true;
 }

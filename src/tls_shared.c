@@ -10,11 +10,14 @@
  * own start in a new process.  A session resumed from a ticket the server
  * gave another backend costs one key exchange.  The tickets are kept in a
  * few fixed slots, each under a key that names the server and everything
- * that decided to trust it (session_tls.c writes it: the files with their
- * sizes and times, the host check), so that a changed CA, CRL or
- * certificate file is never passed over by a resumption; the least
- * recently written slot is reused.  The slots hold secrets as the key
- * file does: only the cluster's own processes map them.
+ * that decided to trust it (session_tls.c writes it: the host check and
+ * the SHA-256 digests of the CA and CRL files that verified the server and
+ * of the client certificate and key files, as loaded), so that a changed
+ * file is never passed over by a resumption; the least recently written
+ * slot is reused.  A backend checks a ticket again before it offers it
+ * (session_tls.c keeps with each the time a full handshake last verified
+ * its server's chain).  The slots hold secrets as the key file does: only
+ * the cluster's own processes map them.
  *
  * The postmaster initialises OpenSSL and builds one client context (with
  * zklock.ssl on at start), as PostgreSQL does for its own ssl: backends

@@ -151,15 +151,88 @@ organizationName = optional
 organizationalUnitName = optional
 commonName = supplied
 [ ext ]
-basicConstraints = CA:FALSE
-$ext
+${\ ($ext =~ /^basicConstraints/m ? '' : "basicConstraints = CA:FALSE\n")}$ext
 EOF
 	close $cnf;
 	$self->_key($name);
 	$self->_openssl("req -new -key $name.key -subj '$subject' -out $name.csr");
 	$self->_openssl("ca -batch -config $name.cnf -extensions ext -notext"
 		  . " -startdate $start -enddate $end -in $name.csr -out $name.crt");
+	$self->{cnf}{$ca} = "$name.cnf";
 	return;
+}
+
+=pod
+
+=head2 Certificates of a test's own
+
+Made in the directory when called (not kept by the done stamp): ca(NAME,
+SUBJECT) a self-signed CA; sign(CA, NAME, SUBJECT, START, END, EXT) a
+certificate NAME.crt (and NAME.key) signed by CA, valid from START to END
+(openssl's YYYYMMDDHHMMSSZ), with EXT's extension lines (an intermediate
+CA gives its own basicConstraints); revoke(CA, NAME) revokes it; crl(CA,
+FILE, SECONDS) writes CA's revocation list (its next update SECONDS from
+now when given, else in ten years); keystore(NAME, CHAIN...) writes
+NAME.pem, the key and certificate then the CHAIN's certificates, as
+ZooKeeper's PEM key store reads them; concat(FILE, FILES...) joins files.
+Each returns the path it wrote, when it wrote one.
+
+=cut
+
+sub ca
+{
+	my ($self, $name, $subject) = @_;
+	$self->_ca($name, $subject);
+	return $self->file("$name.pem");
+}
+
+sub sign
+{
+	my ($self, @args) = @_;
+	$self->_sign(@args);
+	return $self->file("$args[1].crt");
+}
+
+sub revoke
+{
+	my ($self, $ca, $name) = @_;
+	my $cnf = $self->{cnf}{$ca} or croak "nothing signed by $ca in this run";
+	$self->_openssl("ca -config $cnf -revoke $name.crt");
+	return;
+}
+
+sub crl
+{
+	my ($self, $ca, $file, $seconds) = @_;
+	my $cnf = $self->{cnf}{$ca} or croak "nothing signed by $ca in this run";
+	$self->_openssl("ca -config $cnf -gencrl"
+		  . ($seconds ? " -crlsec $seconds" : '') . " -out $file");
+	return $self->file($file);
+}
+
+sub concat
+{
+	my ($self, $file, @files) = @_;
+	my $path = File::Spec->file_name_is_absolute($file) ? $file : $self->file($file);
+	open my $out, '>', $path or croak "$path: $!";
+	for my $f (@files)
+	{
+		my $in_path = File::Spec->file_name_is_absolute($f) ? $f : $self->file($f);
+		open my $in, '<', $in_path or croak "$in_path: $!";
+		print {$out} <$in>;
+		close $in;
+	}
+	close $out;
+	return $path;
+}
+
+sub keystore
+{
+	my ($self, $name, @chain) = @_;
+	my $path = $self->concat("$name.pem", "$name.key", "$name.crt",
+		map { "$_.crt" } @chain);
+	chmod 0600, $path;
+	return $path;
 }
 
 sub _make

@@ -7,8 +7,8 @@
 # deadlock detection, semaphores; the certificate's subject is the identity
 # in the nodes' ACL, so another certificate (kazoo) cannot delete a held
 # node, and a directory of another identity is refused; a Curator client
-# over TLS and zklock exclude each other; a reconnect reads no file (one
-# TLS context per session).  Each TLS failure is a class-08 error within
+# over TLS and zklock exclude each other; a reconnect reads neither the
+# client certificate nor the key (one TLS context per session).  Each TLS failure is a class-08 error within
 # connect_timeout naming TLS, the server and the file, and never a fallback
 # to plain text.  The ensemble is authenticated: a server certificate for
 # another host, one that only the machine's default trust store vouches
@@ -210,7 +210,8 @@ $west->reload;
 	my ($port) = $server =~ /:(\d+)$/;
 	my ($i) = grep { $zk->port($_) == $port } 1 .. 3;
 	ok($i, "connected to server $i");
-	# The session's TLS context holds the files: a reconnect reads none.
+	# The session's TLS context holds the certificate and key: a reconnect
+	# reads neither (171_tls_trust: it reads the CA and CRL files).
 	my $key = $east->data_dir . '/zk-client.key';
 	rename($key, "$key.away") or die $!;
 	$zk->kill_server($i);

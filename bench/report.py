@@ -694,6 +694,20 @@ for me in ("zklock", "zklock-xact"):
                   ms(cu.p50) if cu.ok else "FAILED", ms(kz.p50) if kz.ok else "FAILED", why))
     else:
         target(False, "uncontended cycle%s: no result (%s)" % (tag, "zklock" if not a.ok else "floor"))
+# Issue 44: PostgreSQL's own pg_advisory_lock routed to zklock costs what
+# zk_lock costs (the same ZooKeeper requests, one wrapper call more).
+r_rt, r_zk = Result("cycle", "zklock-routed"), res["cycle", "zklock"]
+if r_rt.ok and r_zk.ok:
+    target(r_rt.p50 <= 1.05 * r_zk.p50,
+           "routed pg_advisory_lock + pg_advisory_unlock cycle (zklock.fleet_advisory_keys = '*')"
+           " within 1.05x zk_lock's: p50 %s ms = %s zk_lock (%s ms); per round %s"
+           % (ms(r_rt.p50), ratio(r_rt.p50, r_zk.p50), ms(r_zk.p50),
+              " ".join(ratio(a, b) for a, b in zip(r_rt.round_p50, r_zk.round_p50))))
+else:
+    target(False, "routed pg_advisory_lock cycle: no result (%s)"
+           % ("; ".join(r_rt.fails[:1]) if not r_rt.ok else "zklock"))
+
+
 def handoff_targets(rs, where):
     """Issue 24: at least Curator's and kazoo's rate in every round, and a
     p99 of at most 3x the p50 in every round; a NOT MET names the round, and

@@ -271,6 +271,9 @@ at_distance() {
 	else
 		H=$HOSTS CZ=$CI_ZK CC=$CI_CENTRAL CPRE=$CI_CENTRAL CZA=$CI_ZK_ASYNC
 		CZT="$CI_ZK options='$TRACE'"
+		# PostgreSQL's own pg_advisory_lock, routed to zklock by
+		# zklock.fleet_advisory_keys (zklock loaded at connection)
+		CZR="$CI_ZK options='-c session_preload_libraries=zklock -c zklock.fleet_advisory_keys=*'"
 		CYC=$CYCLES WRM=$WARM JW=$JWARM LN=$LAT_N CN=$CRON_N
 		SETTLE=3000
 	fi
@@ -323,6 +326,7 @@ run_one() {
 	cycle.floor-async) set -- "$W/bin/zk_floor" async "$H" $WRM "$CYC" "$out" ;;
 	cycle.floor-read) set -- "$W/bin/zk_floor" read "$H" $WRM "$CYC" "$out" ;;
 	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zklock $WRM "$CYC" "$out" ;;
+	cycle.zklock-routed) set -- "$W/bin/pg_client" cycle "$CZR" advisory $WRM "$CYC" "$out" ;;
 	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CZ" zkxact $WRM "$CYC" "$out" ;;
 	cycle.zklock-async) set -- "$W/bin/pg_client" cycle "$CZA" zklock $WRM "$CYC" "$out" ;;
 	cycle.zklock-tls) set -- "$W/bin/pg_client" cycle "$CI_TLS" zklock $WRM "$CYC" "$out" ;;
@@ -431,6 +435,9 @@ run_round() {
 			run_one cycle floor-async "$tag"
 			run_one cycle floor-read "$tag"
 		fi
+		# right after zk_lock's own cycle: the same lock, through
+		# pg_advisory_lock
+		[ "$who" = zklock ] && run_one cycle zklock-routed "$tag"
 	done
 	N_CLIENTS=$HANDOFF_CLIENTS
 	for who in $order; do run_one handoff "$who" "$tag"; done

@@ -841,6 +841,19 @@ zkl_lockset_release_leases(void)
 	return n;
 }
 
+/* The lock of (name, mode) when this backend has session holds of it. */
+static ZklLock *
+lockset_session_held(const ZklName *name, bool shared)
+{
+	ZklLockKey	key;
+	ZklLock    *lock = NULL;
+
+	lockset_key(&key, name, shared);
+	if (zkl_locks != NULL)
+		lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
+	return lock != NULL && lock->session_holds > 0 ? lock : NULL;
+}
+
 /*
  * Release one session hold of (name, mode), the release not waited for.
  * Not held, or lost: false and a WARNING, as pg_advisory_unlock does; a
@@ -849,13 +862,9 @@ zkl_lockset_release_leases(void)
 static bool
 lockset_release_one(const ZklName *name, bool shared)
 {
-	ZklLockKey	key;
-	ZklLock    *lock = NULL;
+	ZklLock    *lock = lockset_session_held(name, shared);
 
-	lockset_key(&key, name, shared);
-	if (zkl_locks != NULL)
-		lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
-	if (lock == NULL || lock->session_holds == 0)
+	if (lock == NULL)
 	{
 		ereport(WARNING,
 				(errcode(ERRCODE_WARNING),
@@ -913,13 +922,9 @@ zkl_lockset_release_set(const ZklName *names, int n, bool shared)
 void
 zkl_lockset_drop_session_holds(const ZklName *name, bool shared, int n)
 {
-	ZklLockKey	key;
-	ZklLock    *lock = NULL;
+	ZklLock    *lock = lockset_session_held(name, shared);
 
-	lockset_key(&key, name, shared);
-	if (zkl_locks != NULL)
-		lock = hash_search(zkl_locks, &key, HASH_FIND, NULL);
-	if (lock == NULL || lock->session_holds == 0)
+	if (lock == NULL)
 		return;
 	if (zkl_session_health(lock->epoch, lock->node) == ZKL_HEALTH_LOST)
 		lock->session_holds = 0;

@@ -979,6 +979,20 @@ tls_trust_now(ZklTlsSession *ts, ZklTlsServer *sv)
 }
 
 /*
+ * Take a server's kept TLS session and its trust out of the table, for the
+ * caller to free once mu is let go.  Caller holds mu.
+ */
+static void
+tls_take_resume_locked(ZklTlsServer *sv, SSL_SESSION **session,
+					   ZklTlsTrust **trust)
+{
+	*session = sv->resume;
+	*trust = sv->resume_trust;
+	sv->resume = NULL;
+	sv->resume_trust = NULL;
+}
+
+/*
  * Before each handshake (the library's prepare callback, and the probe's):
  * the host the certificate must name, with SNI for a name; the CA and CRL
  * files in force now (tls_trust_now); and the TLS session this server
@@ -1043,12 +1057,7 @@ tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 		SSL_SESSION_up_ref(offer);
 	}
 	else if (sv->resume != NULL)
-	{
-		dropped = sv->resume;
-		dropped_trust = sv->resume_trust;
-		sv->resume = NULL;
-		sv->resume_trust = NULL;
-	}
+		tls_take_resume_locked(sv, &dropped, &dropped_trust);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	tls_trust_release(old);
 	if (offer != NULL && tls_resumable(offer, trust, verified, max_age) &&
@@ -1062,12 +1071,7 @@ tls_prepare(SSL *ssl, const struct sockaddr *addr, void *arg)
 	{
 		pthread_mutex_lock(&zkl_sess_sync_mu);
 		if (sv->resume == offer)
-		{
-			dropped = sv->resume;
-			dropped_trust = sv->resume_trust;
-			sv->resume = NULL;
-			sv->resume_trust = NULL;
-		}
+			tls_take_resume_locked(sv, &dropped, &dropped_trust);
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
 	}
 	SSL_SESSION_free(offer);

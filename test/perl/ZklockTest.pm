@@ -24,7 +24,7 @@ use Time::HiRes qw(sleep time);
 our @EXPORT = qw(zk_cluster zk_children zk_count zk_data zkq poll_until waiter
   session quit_session quit_all_sessions start_wait finish_wait backend_pid is_waiting in_call
   started count_waiting finish zk_servers_of lock_state peer_send peer_line
-  peer_cmd $curator_jars compile_peers start_peer curator peer_quit);
+  peer_cmd $curator_jars compile_peers start_peer curator peer_quit pgbouncer);
 
 my $zkq_py = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
 
@@ -322,6 +322,52 @@ my @live_peers;
 END
 {
 	eval { $_->{h}->kill_kill(grace => 2) } for @live_peers;
+}
+
+# pgbouncer in front of $node, its [databases] section given as
+# name => "libpq settings pool_mode=MODE": listening on its own socket in
+# $node's socket directory, one server connection per pool, DISCARD ALL
+# as the reset query.  Waits until it serves the first database (one
+# assertion) and returns its IPC::Run handle and a cluster object that
+# names its socket, for psql; stopped at the end of the test (or when it
+# dies) if the test did not stop it.
+my @live_bouncers;
+
+END
+{
+	eval { $_->kill_kill(grace => 2) } for @live_bouncers;
+}
+
+sub pgbouncer
+{
+	my ($node, %dbs) = @_;
+	my $port = PostgreSQL::Test::Cluster::get_free_port();
+	my $dir = PostgreSQL::Test::Utils::tempdir();
+	my $ini = File::Spec->catfile($dir, 'pgbouncer.ini');
+	my $databases = join '', map { "$_ = $dbs{$_}\n" } sort keys %dbs;
+	PostgreSQL::Test::Utils::append_to_file($ini, <<"INI");
+[databases]
+$databases
+[pgbouncer]
+listen_addr =
+listen_port = $port
+unix_socket_dir = @{[ $node->host ]}
+auth_type = any
+default_pool_size = 1
+max_client_conn = 20
+server_reset_query = DISCARD ALL
+logfile = $dir/pgbouncer.log
+pidfile = $dir/pgbouncer.pid
+INI
+	my $h = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
+		'>', "$dir/stdout", '2>', "$dir/stderr", IPC::Run::timeout(600));
+	push @live_bouncers, $h;
+	my $pgb = PostgreSQL::Test::Cluster->new('pgbouncer', port => $port);
+	my ($first) = sort keys %dbs;
+	Test::More::ok(
+		poll_until(sub { (eval { $pgb->safe_psql($first, 'SELECT 1') } // '') eq '1' }, 30),
+		'pgbouncer serves');
+	return ($h, $pgb);
 }
 
 # Where compile_peers put the classes; curator() runs LockPeer from there.

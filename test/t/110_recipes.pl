@@ -100,34 +100,11 @@ my $cron_start = time;
 # --- 2. pgbouncer in front of the first libpq cluster
 my $east = $libpq[0];
 my $west = $bgw[0];
-my $bport = PostgreSQL::Test::Cluster::get_free_port();
 my $bdir = PostgreSQL::Test::Utils::tempdir();
-my $ini = File::Spec->catfile($bdir, 'pgbouncer.ini');
 my $target = 'host=' . $east->host . ' port=' . $east->port . ' dbname=postgres user=' . getpwuid($<);
-open my $fh, '>', $ini or die "$ini: $!";
-print $fh <<"INI";
-[databases]
-sess = $target pool_mode=session
-tx = $target pool_mode=transaction
-
-[pgbouncer]
-listen_addr =
-listen_port = $bport
-unix_socket_dir = @{[ $east->host ]}
-auth_type = any
-default_pool_size = 1
-max_client_conn = 20
-server_reset_query = DISCARD ALL
-logfile = $bdir/pgbouncer.log
-pidfile = $bdir/pgbouncer.pid
-INI
-close $fh;
-my $bouncer = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
-	'>', "$bdir/stdout", '2>', "$bdir/stderr");
-# A cluster object that only names pgbouncer's socket, for psql.
-my $pgb = PostgreSQL::Test::Cluster->new('pgbouncer', port => $bport);
-ok(poll_until(sub { (eval { $pgb->safe_psql('sess', 'SELECT 1') } // '') eq '1' }, 30),
-	'pgbouncer serves');
+my ($bouncer, $pgb) = pgbouncer($east,
+	sess => "$target pool_mode=session",
+	tx => "$target pool_mode=transaction");
 
 # Session pooling: the first client leaves a session lock behind.
 my $first = $pgb->safe_psql('sess', "SELECT pg_backend_pid() || ' ' || (zk_lock('pooled') > 0)");
@@ -160,7 +137,7 @@ ok(1, 'pgbouncer stopped');
 
 # --- 3. serialized migrations: the README's script
 my $script = File::Spec->catfile($bdir, 'migrate-0042.sql');
-open $fh, '>', $script or die "$script: $!";
+open my $fh, '>', $script or die "$script: $!";
 print $fh <<'SQL';
 \set ON_ERROR_STOP on
 BEGIN;

@@ -209,37 +209,9 @@ $east->safe_psql('postgres', qq{
 	CREATE ROLE deployer LOGIN;
 	ALTER ROLE deployer SET zklock.fleet_advisory_keys = '$keys';
 });
-my $bport = PostgreSQL::Test::Cluster::get_free_port();
-my $bdir = PostgreSQL::Test::Utils::tempdir();
-my $ini = "$bdir/pgbouncer.ini";
-PostgreSQL::Test::Utils::append_to_file($ini, <<"INI");
-[databases]
-sess = host=@{[ $east->host ]} port=@{[ $east->port ]} dbname=postgres user=deployer pool_mode=session
-
-[pgbouncer]
-listen_addr =
-listen_port = $bport
-unix_socket_dir = @{[ $east->host ]}
-auth_type = any
-default_pool_size = 1
-max_client_conn = 20
-server_reset_query = DISCARD ALL
-logfile = $bdir/pgbouncer.log
-pidfile = $bdir/pgbouncer.pid
-INI
-# stopped at the end, or by the END block when the test dies before it
-my $bouncer;
-END
-{
-	local $?;
-	eval { $bouncer->kill_kill } if $bouncer;
-}
-$bouncer = IPC::Run::start([ '/usr/sbin/pgbouncer', $ini ],
-	'>', "$bdir/stdout", '2>', "$bdir/stderr", IPC::Run::timeout(300));
-# A cluster object that only names pgbouncer's socket, for psql.
-my $pgb = PostgreSQL::Test::Cluster->new('pgbouncer', port => $bport);
-ok(poll_until(sub { (eval { $pgb->safe_psql('sess', 'SELECT 1') } // '') eq '1' }, 30),
-	'pgbouncer serves');
+my ($bouncer, $pgb) = pgbouncer($east,
+	sess => 'host=' . $east->host . ' port=' . $east->port
+	  . ' dbname=postgres user=deployer pool_mode=session');
 my $client = $pgb->background_psql('sess');
 $client->query_safe('SELECT pg_advisory_lock(101)');
 is(queue('101'), 'east:t', 'a client through pgbouncer holds the fleet lock');

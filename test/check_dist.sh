@@ -110,20 +110,30 @@ result "$([ -z "$missing" ] && echo 1 || echo 0)" \
 if [ "$(id -u)" -eq 0 ] && command -v pgxn >/dev/null 2>&1; then
 	so="$("$pgc" --pkglibdir)/zklock.so"
 	ctl="$("$pgc" --sharedir)/extension/zklock.control"
-	if [ -e "$so" ] || [ -e "$ctl" ]; then
-		result 0 "pgxn install: zklock is already installed in $("$pgc" --version), not touched"
-	else
-		(cd "$tmp" && pgxn install --yes --nosudo --make make --pg_config "$pgc" "./$zip") \
-			>"$tmp/pgxn.log" 2>&1
-		ok=0
-		[ -f "$so" ] && [ -f "$ctl" ] && [ -f "$("$pgc" --docdir)/extension/zklock/NOTICE" ] && ok=1
-		result "$ok" "pgxn install ./$zip installs zklock into $("$pgc" --version)$(
-			[ "$ok" -eq 1 ] || tail -n 5 "$tmp/pgxn.log" | tr '\n' ' ')"
-		(cd "$tmp" && pgxn uninstall --yes --nosudo --make make --pg_config "$pgc" "./$zip") \
-			>"$tmp/pgxn-un.log" 2>&1
-		result "$([ ! -e "$so" ] && [ ! -e "$ctl" ] &&
-			[ ! -e "$("$pgc" --docdir)/extension/zklock" ] && echo 1 || echo 0)" \
-			"pgxn uninstall ./$zip removes it again"
-	fi
+	# A zklock installed there already (make install, make bench) is put
+	# aside for the while and put back after: pgxn uninstall removes what
+	# make uninstall does.
+	kept=""
+	for f in "$so" "$("$pgc" --sharedir)"/extension/zklock.control \
+		"$("$pgc" --sharedir)"/extension/zklock--*.sql "$("$pgc" --docdir)/extension/zklock"; do
+		[ -e "$f" ] || continue
+		mkdir -p "$tmp/kept$(dirname "$f")"
+		mv "$f" "$tmp/kept$f"
+		kept="$kept $f"
+	done
+	(cd "$tmp" && pgxn install --yes --nosudo --make make --pg_config "$pgc" "./$zip") \
+		>"$tmp/pgxn.log" 2>&1
+	ok=0
+	[ -f "$so" ] && [ -f "$ctl" ] && [ -f "$("$pgc" --docdir)/extension/zklock/NOTICE" ] && ok=1
+	result "$ok" "pgxn install ./$zip installs zklock into $("$pgc" --version)$(
+		[ "$ok" -eq 1 ] || tail -n 5 "$tmp/pgxn.log" | tr '\n' ' ')"
+	(cd "$tmp" && pgxn uninstall --yes --nosudo --make make --pg_config "$pgc" "./$zip") \
+		>"$tmp/pgxn-un.log" 2>&1
+	result "$([ ! -e "$so" ] && [ ! -e "$ctl" ] &&
+		[ ! -e "$("$pgc" --docdir)/extension/zklock" ] && echo 1 || echo 0)" \
+		"pgxn uninstall ./$zip removes it again"
+	for f in $kept; do
+		mv "$tmp/kept$f" "$f"
+	done
 fi
 exit $failed

@@ -272,8 +272,10 @@ at_distance() {
 		H=$HOSTS CZ=$CI_ZK CC=$CI_CENTRAL CPRE=$CI_CENTRAL CZA=$CI_ZK_ASYNC
 		CZT="$CI_ZK options='$TRACE'"
 		# PostgreSQL's own pg_advisory_lock, routed to zklock by
-		# zklock.fleet_advisory_keys (zklock loaded at connection)
+		# zklock.fleet_advisory_keys (zklock loaded at connection), and
+		# with zklock loaded but no key listed
 		CZR="$CI_ZK options='-c session_preload_libraries=zklock -c zklock.fleet_advisory_keys=*'"
+		CZL="$CI_ZK options='-c session_preload_libraries=zklock'"
 		CYC=$CYCLES WRM=$WARM JW=$JWARM LN=$LAT_N CN=$CRON_N
 		SETTLE=3000
 	fi
@@ -315,7 +317,7 @@ at_distance 0
 run_one() {
 	fig=$1 who=$2 out=$R/$1.$2.$3
 	case $fig in
-	cycle|latency|cron|set) limit=150 ;;
+	cycle|latency|cron|set|routed|unlisted) limit=150 ;;
 	*) limit=$((SECS + 90)) ;;
 	esac
 	case $fig.$who in
@@ -326,7 +328,12 @@ run_one() {
 	cycle.floor-async) set -- "$W/bin/zk_floor" async "$H" $WRM "$CYC" "$out" ;;
 	cycle.floor-read) set -- "$W/bin/zk_floor" read "$H" $WRM "$CYC" "$out" ;;
 	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zklock $WRM "$CYC" "$out" ;;
-	cycle.zklock-routed) set -- "$W/bin/pg_client" cycle "$CZR" advisory $WRM "$CYC" "$out" ;;
+	# pairs, one cycle each in turn (pg_client.c, run_pair): the routed
+	# pg_advisory_lock against zk_lock on the same backend and session;
+	# pg_advisory_lock of an unlisted key with zklock loaded against the
+	# same without zklock (two backends, pinned to one CPU with the client)
+	routed.zklock-routed) set -- "$W/bin/pg_client" pair "$CZR" zklock "=" advisory $WRM "$CYC" "$R/routed.zklock.$3" "$out" ;;
+	unlisted.pg-advisory-loaded) set -- "$W/bin/pg_client" pair "$CZ" advisory "$CZL" advisory $WRM $((5 * CYC)) "$R/unlisted.pg-advisory.$3" "$out" ;;
 	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CZ" zkxact $WRM "$CYC" "$out" ;;
 	cycle.zklock-async) set -- "$W/bin/pg_client" cycle "$CZA" zklock $WRM "$CYC" "$out" ;;
 	cycle.zklock-tls) set -- "$W/bin/pg_client" cycle "$CI_TLS" zklock $WRM "$CYC" "$out" ;;
@@ -435,9 +442,12 @@ run_round() {
 			run_one cycle floor-async "$tag"
 			run_one cycle floor-read "$tag"
 		fi
-		# right after zk_lock's own cycle: the same lock, through
-		# pg_advisory_lock
-		[ "$who" = zklock ] && run_one cycle zklock-routed "$tag"
+		# after zk_lock's own cycle: zk_lock and the routed
+		# pg_advisory_lock in turn, then an unlisted key's cost
+		if [ "$who" = zklock ]; then
+			run_one routed zklock-routed "$tag"
+			run_one unlisted pg-advisory-loaded "$tag"
+		fi
 	done
 	N_CLIENTS=$HANDOFF_CLIENTS
 	for who in $order; do run_one handoff "$who" "$tag"; done

@@ -245,7 +245,8 @@ session_log_open(zhandle_t *zh, TimestampTz begin, TimestampTz resolved,
 /*
  * on_proc_exit: the open transaction is aborted by now, its releases
  * sent.  Give them a bounded time to be answered, then close, which frees
- * every node left.
+ * every node left.  zklock.log_sessions logs the close with, over TLS, the
+ * handshakes of the session's every connection and how many resumed.
  */
 static void
 session_at_exit(int code, Datum arg)
@@ -272,8 +273,9 @@ session_at_exit(int code, Datum arg)
 		ereport(LOG,
 				(errmsg("ZooKeeper session %s closed in %.3f ms",
 						id, session_ms(begin, end)),
-				 errdetail("Releases answered in %.3f ms; threads stopped and session closed in %.3f ms.",
-						   session_ms(begin, drained), session_ms(drained, end))));
+				 errdetail("Releases answered in %.3f ms; threads stopped and session closed in %.3f ms%s.",
+						   session_ms(begin, drained), session_ms(drained, end),
+						   zkl_sess_tls_describe())));
 	}
 }
 

@@ -29,6 +29,7 @@
 #                                 answers at once (for counting turns)
 #   $p->requests('list')          requests of that kind seen so far (list,
 #                                 create, delete, get, exists, ping, ...)
+#   $p->connections               connections accepted and forwarded so far
 #   $p->turns                     round trips so far: requests (pings and
 #                                 auth aside) sent after a reply came back
 #                                 since the previous one; with 'hold:MS'
@@ -129,6 +130,17 @@ sub turns
 	{
 		my ($o, $n) = split / /, $line;
 		return $n if $o eq 'turns';
+	}
+	return 0;
+}
+
+sub connections
+{
+	my ($self) = @_;
+	for my $line (split /\n/, _read($self->{counts}))
+	{
+		my ($o, $n) = split / /, $line;
+		return $n if $o eq 'connections';
 	}
 	return 0;
 }
@@ -324,6 +336,8 @@ sub _run
 				$peer{ fileno $c } = $ce;
 				$peer{ fileno $srv } = $se;
 				$sel->add($c, $srv);
+				$counts{connections}++;
+				$counted = 1;
 				next;
 			}
 			my $e = $peer{ fileno $s } or next;

@@ -4,7 +4,12 @@
 # server (one 3.8 server, Netty, client certificates required) and
 # certificates this test makes: a reconnect to the same server resumes the
 # TLS session that server gave (the client library says close_notify
-# before it frees a connection, C client patch 0021).
+# before it frees a connection, C client patch 0021); each request, the
+# session handshake included, goes in one TLS record (patch 0022); replies
+# that share a TLS record with another, and a reply cut across two
+# records, are read at once, not when the next packet comes (patch 0023).
+# A TLS-terminating proxy (ZkTlsProxy) counts the client's records and
+# cuts the server's replies into records as the test asks.
 
 use strict;
 use warnings;
@@ -18,6 +23,7 @@ use Test::More;
 use ZkCerts;
 use ZkEnsemble;
 use ZkProxy;
+use ZkTlsProxy;
 use ZklockTest;
 
 my $certs = ZkCerts->new(dir => "$PostgreSQL::Test::Utils::tmp_check/certs-cost");
@@ -58,11 +64,12 @@ $node->safe_psql('postgres', 'CREATE EXTENSION zklock');
 	my $from = -s $node->logfile;
 	is($s->query_safe("SELECT zk_try_lock('r'), zk_unlock('r')"), "t|t",
 		'a backend takes a lock over TLS through the proxy');
+	is($proxy->connections, 1, 'over one connection');
 	$proxy->mode('stall');
-	ok(poll_until(sub { $s->query_safe('SELECT state FROM zk_session()') ne 'connected' }, 30),
-		'the backend gives its silent connection up');
+	ok(poll_until(sub { $proxy->connections >= 2 }, 30),
+		'the backend gives its silent connection up and connects again, to the same server');
 	ok(poll_until(sub { $s->query_safe('SELECT state FROM zk_session()') eq 'connected' }, 30),
-		'and connects again, to the same server');
+		'its session is connected');
 	is($s->query_safe("SELECT zk_try_lock('r'), zk_unlock('r')"), "t|t",
 		'the same session takes the lock again');
 	quit_session($s);
@@ -79,6 +86,52 @@ $node->safe_psql('postgres', 'CREATE EXTENSION zklock');
 	}
 	$proxy->stop;
 }
+
+# --- one TLS record per request: the proxy reads each record of the
+# client's on its own and counts the request frames in them.
+my $tp = ZkTlsProxy->new($zk->port(1),
+	cert        => $certs->file('server.pem'),
+	key         => $certs->file('server.pem'),
+	client_cert => $a->{cert},
+	client_key  => $a->{key});
+{
+	my $s = session($node, via => $tp);
+	$s->query_safe("SELECT zk_try_lock('w'), zk_unlock('w')") for 1 .. 3;
+	my $c = $tp->counts;
+	cmp_ok($c->{requests}, '>=', 7,
+		'a session over TLS sent its handshake and the requests of three lock cycles');
+	is($c->{records}, $c->{requests},
+		'each request, the session handshake included, went in one TLS record');
+	quit_session($s);
+}
+
+# --- replies read at once: a session whose pings are 10 s apart (session
+# timeout 30 s) takes locks within a statement_timeout of 5 s, while the
+# proxy puts a pipeline's replies (the create and the listing) in one TLS
+# record, then cuts every reply across two records.
+{
+	my $s = session($node, via => $tp, warm => 1,
+		set => { 'zklock.session_timeout' => '30000' });
+	$s->query_safe("SET statement_timeout = '5s'");
+	$tp->mode('pair');
+	my ($out, $err) = ('', '');
+	($out) = $s->query("SELECT zk_lock('pair') IS NOT NULL, zk_unlock('pair')");
+	$err = $s->{stderr};
+	$s->{stderr} = '';
+	is($out, 't|t', 'replies that share a TLS record are read at once')
+	  or diag($err);
+	cmp_ok($tp->counts->{paired}, '>', 0, 'the proxy did put two replies in one record');
+	$tp->mode('split');
+	($out) = $s->query("SELECT zk_lock('split') IS NOT NULL, zk_unlock('split')");
+	$err = $s->{stderr};
+	$s->{stderr} = '';
+	is($out, 't|t', 'a reply cut across two TLS records is read at once')
+	  or diag($err);
+	cmp_ok($tp->counts->{split}, '>', 0, 'the proxy did cut replies across records');
+	$tp->mode('pass');
+	quit_session($s);
+}
+$tp->stop;
 
 $node->stop;
 $zk->stop;

@@ -9,7 +9,9 @@
 # that share a TLS record with another, and a reply cut across two
 # records, are read at once, not when the next packet comes (patch 0023).
 # A TLS-terminating proxy (ZkTlsProxy) counts the client's records and
-# cuts the server's replies into records as the test asks.
+# cuts the server's replies into records as the test asks.  A backend
+# reads its TLS files once (strace counts their opens): not again for a
+# reconnect, nor for the next session, while no file changed.
 
 use strict;
 use warnings;
@@ -17,6 +19,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../perl";
 
+use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -132,6 +135,56 @@ my $tp = ZkTlsProxy->new($zk->port(1),
 	quit_session($s);
 }
 $tp->stop;
+
+# --- the TLS files are read once per backend: strace follows a backend's
+# threads and counts the opens of the CA, certificate and key files, over
+# its first session, a reconnect (ZkProxy's stall) and a second session
+# after the first was lost (every reply swallowed until the ensemble
+# expired it).
+SKIP:
+{
+	my $proxy = ZkProxy->new($zk->port(1));
+	my $s = session($node, via => $proxy,
+		set => { 'zklock.session_timeout' => '6000' });
+	my $pid = backend_pid($s);
+	my $trace = "$PostgreSQL::Test::Utils::tmp_check/strace-$pid.txt";
+	my ($in, $out, $err) = ('', '', '');
+	my $st = eval {
+		IPC::Run::start([ 'strace', '-f', '-qq', '-e', 'trace=openat', '-o', $trace, '-p', $pid ],
+			\$in, \$out, \$err);
+	};
+	my $traced = sub {
+		open my $fh, '<', "/proc/$pid/status" or return 0;
+		local $/;
+		return <$fh> =~ /^TracerPid:\s*[1-9]/m;
+	};
+	skip "strace cannot follow a backend here: " . ($@ || $err), 4
+	  unless $st && poll_until($traced, 10);
+	my $opens = sub {
+		my $t = slurp_file($trace);
+		return join(' ', map { my $f = $_; scalar(() = $t =~ /openat\([^,]*, "\Q$f\E"/g) }
+			$ca, $a->{cert}, $a->{key});
+	};
+	is($s->query_safe("SELECT zk_try_lock('f'), zk_unlock('f')"), 't|t',
+		'a backend followed by strace takes a lock over TLS');
+	is($opens->(), '1 1 1', 'its session read the CA, certificate and key files once each');
+	$proxy->mode('stall');
+	ok(poll_until(sub { $proxy->connections >= 2 }, 30)
+		  && poll_until(sub { $s->query_safe('SELECT state FROM zk_session()') eq 'connected' }, 30)
+		  && $opens->() eq '1 1 1',
+		'a reconnect, the files unchanged, read none of them');
+	my $sid = $s->query_safe('SELECT session_id FROM zk_session()');
+	$proxy->mode('swallow');
+	poll_until(sub { ($zk->four_letter(1, 'dump') // $sid) !~ /\Q$sid\E/ }, 60);
+	$proxy->mode('pass');
+	my $again = $s->query_safe("SELECT zk_try_lock('f'), zk_unlock('f')");
+	$again .= '|' . $s->query_safe("SELECT session_id <> '$sid' FROM zk_session()");
+	is($again . ' ' . $opens->(), 't|t|t 1 1 1',
+		'the next session, after the first was lost, read none of them either');
+	$st->kill_kill;
+	quit_session($s);
+	$proxy->stop;
+}
 
 $node->stop;
 $zk->stop;

@@ -902,6 +902,17 @@ session_raise_lost(long waited_ms)
 }
 
 /*
+ * In the postmaster (shared_preload_libraries): prepare what every
+ * backend's first session would (the TLS files, trust and context), before
+ * any thread exists; the backends fork with it.
+ */
+void
+zkl_session_preload(void)
+{
+	zkl_sess_tls_preload();
+}
+
+/*
  * Make sure this backend has a connected session: open one lazily on the
  * first call or after loss; wait for a reconnect within connect_timeout.
  */

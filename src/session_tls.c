@@ -1576,6 +1576,48 @@ zkl_sess_tls_prepare(void)
 }
 
 /*
+ * In the postmaster (zklock in shared_preload_libraries, zklock.ssl on at
+ * start; OpenSSL started by tls_shared.c): check the files, load the trust
+ * and build the context as a backend's first session would, so that every
+ * backend forks with them, as PostgreSQL builds its own server context in
+ * the postmaster.  No thread exists yet: the client library's threads
+ * start in a backend, after the fork, and use the context as one built
+ * there (OpenSSL's objects are memory; their counts are atomic).  A backend
+ * compares the files by stat() before it uses them
+ * (tls_built_still_holds) and builds its own when one changed or
+ * a reload named another: the postmaster does not build again at reload.
+ * A file that cannot be used is logged and left to each backend to
+ * report; never an error here.
+ */
+void
+zkl_sess_tls_preload(void)
+{
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	if (!zkl_ssl)
+		return;
+	PG_TRY();
+	{
+		zkl_sess_tls_prepare();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(mcxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		tls_forget();
+		ereport(LOG,
+				(errmsg("zklock did not prepare its ZooKeeper TLS context at server start: %s",
+						e->message),
+				 errdetail("Each backend reads the TLS files when it opens its first ZooKeeper session, and reports what fails then.")));
+		FreeErrorData(e);
+	}
+	PG_END_TRY();
+}
+
+/*
  * One server of the library's connect string ("address:port", the
  * addresses zklock.hosts resolved to, in its order) with the host written
  * in zklock.hosts; plain C.

@@ -11,7 +11,8 @@
 # A TLS-terminating proxy (ZkTlsProxy) counts the client's records and
 # cuts the server's replies into records as the test asks.  A backend
 # reads its TLS files once (strace counts their opens): not again for a
-# reconnect, nor for the next session, while no file changed.
+# reconnect, nor for the next session, while no file changed; with zklock
+# preloaded the postmaster reads them, and a backend not at all.
 
 use strict;
 use warnings;
@@ -53,6 +54,36 @@ $node->append_conf('postgresql.conf', join("\n",
 	"zklock.ssl_key_file = '$a->{key}'") . "\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION zklock');
+
+# strace following backend $pid's threads (its opens of files), or undef
+# with the reason when it cannot attach here.
+sub trace_opens
+{
+	my ($pid) = @_;
+	my $trace = "$PostgreSQL::Test::Utils::tmp_check/strace-$pid.txt";
+	my ($in, $out, $err) = ('', '', '');
+	my $st = eval {
+		IPC::Run::start([ 'strace', '-f', '-qq', '-e', 'trace=openat', '-o', $trace, '-p', $pid ],
+			\$in, \$out, \$err);
+	};
+	my $traced = sub {
+		open my $fh, '<', "/proc/$pid/status" or return 0;
+		local $/;
+		return <$fh> =~ /^TracerPid:\s*[1-9]/m;
+	};
+	return (undef, $@ || $err || 'strace did not attach')
+	  unless $st && poll_until($traced, 10);
+	return ($st, $trace);
+}
+
+# How many times the trace shows the CA, certificate and key files opened.
+sub opens
+{
+	my ($trace) = @_;
+	my $t = slurp_file($trace);
+	return join(' ', map { my $f = $_; scalar(() = $t =~ /openat\([^,]*, "\Q$f\E"/g) }
+		$ca, $a->{cert}, $a->{key});
+}
 
 # --- a reconnect to the same server resumes.  The proxy drops the replies
 # of the backend's connection; the client gives the silent connection up
@@ -147,24 +178,9 @@ SKIP:
 	my $s = session($node, via => $proxy,
 		set => { 'zklock.session_timeout' => '6000' });
 	my $pid = backend_pid($s);
-	my $trace = "$PostgreSQL::Test::Utils::tmp_check/strace-$pid.txt";
-	my ($in, $out, $err) = ('', '', '');
-	my $st = eval {
-		IPC::Run::start([ 'strace', '-f', '-qq', '-e', 'trace=openat', '-o', $trace, '-p', $pid ],
-			\$in, \$out, \$err);
-	};
-	my $traced = sub {
-		open my $fh, '<', "/proc/$pid/status" or return 0;
-		local $/;
-		return <$fh> =~ /^TracerPid:\s*[1-9]/m;
-	};
-	skip "strace cannot follow a backend here: " . ($@ || $err), 4
-	  unless $st && poll_until($traced, 10);
-	my $opens = sub {
-		my $t = slurp_file($trace);
-		return join(' ', map { my $f = $_; scalar(() = $t =~ /openat\([^,]*, "\Q$f\E"/g) }
-			$ca, $a->{cert}, $a->{key});
-	};
+	my ($st, $trace) = trace_opens($pid);
+	skip "strace cannot follow a backend here: $trace", 4 unless $st;
+	my $opens = sub { opens($trace) };
 	is($s->query_safe("SELECT zk_try_lock('f'), zk_unlock('f')"), 't|t',
 		'a backend followed by strace takes a lock over TLS');
 	is($opens->(), '1 1 1', 'its session read the CA, certificate and key files once each');
@@ -184,6 +200,35 @@ SKIP:
 	$st->kill_kill;
 	quit_session($s);
 	$proxy->stop;
+}
+
+# --- with zklock preloaded, the postmaster prepared the files, trust and
+# context: a new backend's first session opens none of the files.
+{
+	my $pre = PostgreSQL::Test::Cluster->new('preloaded');
+	$pre->init;
+	$pre->append_conf('postgresql.conf', join("\n",
+		"shared_preload_libraries = 'zklock'",
+		"zklock.hosts = '" . $zk->connect_string . "'",
+		"zklock.ssl = on",
+		"zklock.ssl_ca_file = '$ca'",
+		"zklock.ssl_cert_file = '$a->{cert}'",
+		"zklock.ssl_key_file = '$a->{key}'") . "\n");
+	$pre->start;
+	$pre->safe_psql('postgres', 'CREATE EXTENSION zklock');
+	my $s = session($pre);
+	my ($st, $trace) = trace_opens(backend_pid($s));
+	SKIP:
+	{
+		skip "strace cannot follow a backend here: $trace", 2 unless $st;
+		is($s->query_safe("SELECT zk_try_lock('p'), zk_unlock('p')"), 't|t',
+			'a new backend of a cluster that preloads zklock takes a lock over TLS');
+		is(opens($trace), '0 0 0',
+			'its first session opened none of the TLS files: the postmaster had read them');
+		$st->kill_kill;
+	}
+	quit_session($s);
+	$pre->stop;
 }
 
 $node->stop;

@@ -1431,7 +1431,9 @@ tls_built_still_holds(const char *ca, const char *cert, const char *key,
 	for (int i = 0; i < 4; i++)
 	{
 		tls_file_id(paths[i], &ids[i]);
-		if (paths[i] != NULL && !tls_file_same(&ids[i], &tls_ids[i]))
+		/* a CRL file the build read and the settings no longer name too */
+		if (paths[i] != NULL ? !tls_file_same(&ids[i], &tls_ids[i]) :
+			tls_ids[i].present)
 			same = false;
 	}
 	return same;

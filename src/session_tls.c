@@ -1611,7 +1611,7 @@ zkl_sess_tls_preload(void)
 		FlushErrorState();
 		tls_forget();
 		ereport(LOG,
-				(errmsg("zklock did not prepare its ZooKeeper TLS context at server start: %s",
+				(errmsg("could not prepare the ZooKeeper TLS context at server start: %s",
 						e->message),
 				 errdetail("Each backend reads the TLS files when it opens its first ZooKeeper session, and reports what fails then.")));
 		FreeErrorData(e);

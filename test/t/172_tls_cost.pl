@@ -228,6 +228,18 @@ SKIP:
 		$st->kill_kill;
 	}
 	quit_session($s);
+
+	# A file the postmaster cannot use is logged at start and reported by
+	# the backend that needs it, as without preload.
+	$pre->append_conf('postgresql.conf', "zklock.ssl_ca_file = 'no-such-ca.pem'\n");
+	my $from = -s $pre->logfile;
+	$pre->restart;
+	like(slurp_file($pre->logfile, $from),
+		qr/LOG:  could not prepare the ZooKeeper TLS context at server start: could not open ZooKeeper TLS file "[^"]*no-such-ca\.pem"/,
+		'a CA file the postmaster cannot read is logged at start, and the cluster starts');
+	my ($ret, $out, $err) = $pre->psql('postgres', "SELECT zk_try_lock('p')");
+	like($err, qr/ERROR:  could not open ZooKeeper TLS file "[^"]*no-such-ca\.pem"/,
+		'and a backend that needs it reports it');
 	$pre->stop;
 }
 

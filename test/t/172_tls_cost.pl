@@ -11,8 +11,10 @@
 # A TLS-terminating proxy (ZkTlsProxy) counts the client's records and
 # cuts the server's replies into records as the test asks.  A backend
 # reads its TLS files once (strace counts their opens): not again for a
-# reconnect, nor for the next session, while no file changed; with zklock
-# preloaded the postmaster reads them, and a backend not at all.
+# reconnect, nor for the next session, while no file changed, and all of
+# them again once one did; with zklock preloaded the postmaster reads them,
+# and a backend not at all (a file it cannot use is logged at start and
+# reported by the backend).
 
 use strict;
 use warnings;
@@ -179,7 +181,7 @@ SKIP:
 		set => { 'zklock.session_timeout' => '6000' });
 	my $pid = backend_pid($s);
 	my ($st, $trace) = trace_opens($pid);
-	skip "strace cannot follow a backend here: $trace", 4 unless $st;
+	skip "strace cannot follow a backend here: $trace", 5 unless $st;
 	my $opens = sub { opens($trace) };
 	is($s->query_safe("SELECT zk_try_lock('f'), zk_unlock('f')"), 't|t',
 		'a backend followed by strace takes a lock over TLS');
@@ -189,14 +191,27 @@ SKIP:
 		  && poll_until(sub { $s->query_safe('SELECT state FROM zk_session()') eq 'connected' }, 30)
 		  && $opens->() eq '1 1 1',
 		'a reconnect, the files unchanged, read none of them');
-	my $sid = $s->query_safe('SELECT session_id FROM zk_session()');
-	$proxy->mode('swallow');
-	poll_until(sub { ($zk->four_letter(1, 'dump') // $sid) !~ /\Q$sid\E/ }, 60);
-	$proxy->mode('pass');
-	my $again = $s->query_safe("SELECT zk_try_lock('f'), zk_unlock('f')");
-	$again .= '|' . $s->query_safe("SELECT session_id <> '$sid' FROM zk_session()");
-	is($again . ' ' . $opens->(), 't|t|t 1 1 1',
+	# The session lost (every reply swallowed until the ensemble expired
+	# it), the next call opens another: 't|t|t' when it took its lock in a
+	# new session.
+	my $next_session = sub {
+		my $sid = $s->query_safe('SELECT session_id FROM zk_session()');
+		$proxy->mode('swallow');
+		poll_until(sub { ($zk->four_letter(1, 'dump') // $sid) !~ /\Q$sid\E/ }, 60);
+		$proxy->mode('pass');
+		my $r = $s->query_safe("SELECT zk_try_lock('f'), zk_unlock('f')");
+		return $r . '|' . $s->query_safe("SELECT session_id <> '$sid' FROM zk_session()");
+	};
+	is($next_session->() . ' ' . $opens->(), 't|t|t 1 1 1',
 		'the next session, after the first was lost, read none of them either');
+	# The certificate file rewritten in place with the same bytes: not the
+	# same file by stat(), so the next session builds everything again.
+	my $pem = slurp_file($a->{cert});
+	open my $fh, '>', $a->{cert} or die "$a->{cert}: $!";
+	print {$fh} $pem;
+	close $fh;
+	is($next_session->() . ' ' . $opens->(), 't|t|t 2 2 2',
+		'after the certificate file was written again, the next session read all of them again');
 	$st->kill_kill;
 	quit_session($s);
 	$proxy->stop;

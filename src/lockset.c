@@ -987,6 +987,16 @@ zkl_lockset_session(ZklSessionInfo *info, int *locks)
 	*locks = zkl_locks ? (int) hash_get_num_entries(zkl_locks) : 0;
 }
 
+/*
+ * In the postmaster (shared_preload_libraries): what the backends' first
+ * session would prepare is prepared once, for every backend to inherit.
+ */
+void
+zkl_lockset_preload(void)
+{
+	zkl_session_preload();
+}
+
 /* Whether this backend holds any lock, in either scope. */
 bool
 zkl_lockset_holds_any(void)

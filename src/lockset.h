@@ -61,6 +61,7 @@ extern void zkl_lockset_drop_session_holds(const ZklName *name, bool shared,
 extern void zkl_lockset_await_releases(void);
 extern void zkl_lockset_release_all(void);
 extern bool zkl_lockset_holds_any(void);
+extern void zkl_lockset_preload(void);
 extern List *zkl_lockset_rows(void);
 extern char *zkl_lockset_dir(const ZklName *name);
 extern void zkl_lockset_session(ZklSessionInfo *info, int *locks);

@@ -245,7 +245,8 @@ session_log_open(zhandle_t *zh, TimestampTz begin, TimestampTz resolved,
 /*
  * on_proc_exit: the open transaction is aborted by now, its releases
  * sent.  Give them a bounded time to be answered, then close, which frees
- * every node left.
+ * every node left.  zklock.log_sessions logs the close with, over TLS, the
+ * handshakes of the session's every connection and how many resumed.
  */
 static void
 session_at_exit(int code, Datum arg)
@@ -272,8 +273,9 @@ session_at_exit(int code, Datum arg)
 		ereport(LOG,
 				(errmsg("ZooKeeper session %s closed in %.3f ms",
 						id, session_ms(begin, end)),
-				 errdetail("Releases answered in %.3f ms; threads stopped and session closed in %.3f ms.",
-						   session_ms(begin, drained), session_ms(drained, end))));
+				 errdetail("Releases answered in %.3f ms; threads stopped and session closed in %.3f ms%s.",
+						   session_ms(begin, drained), session_ms(drained, end),
+						   zkl_sess_tls_describe())));
 	}
 }
 
@@ -897,6 +899,17 @@ session_raise_lost(long waited_ms)
 			(errcode(ERRCODE_CONNECTION_FAILURE),
 			 errmsg("lost connection to ZooKeeper at \"%s\"", zkl_hosts),
 			 errdetail("No server answered within %ld ms.", waited_ms)));
+}
+
+/*
+ * In the postmaster (shared_preload_libraries): prepare what every
+ * backend's first session would (the TLS files, trust and context), before
+ * any thread exists; the backends fork with it.
+ */
+void
+zkl_session_preload(void)
+{
+	zkl_sess_tls_preload();
 }
 
 /*

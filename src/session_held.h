@@ -36,5 +36,6 @@ extern void zkl_session_release(const char *path);
 extern ZklReleaseWait zkl_session_await_releases(int *timeout_ms,
 												  bool give_up);
 extern char *zkl_session_take_denied(int *count);
+extern void zkl_session_preload(void);
 
 #endif							/* ZKLOCK_SESSION_HELD_H */

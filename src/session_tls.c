@@ -9,8 +9,9 @@
  *
  * The backend reads the files itself before the handle starts, as PostgreSQL
  * reads its own ssl files (a key readable by group or others is refused),
- * raises an error that names the file, and builds one SSL_CTX for the
- * session: TLS 1.2 at least, the client certificate and key as read, its
+ * raises an error that names the file, and builds one SSL_CTX, kept for
+ * the backend's next session while every file is the same by stat(): TLS
+ * 1.2 at least, the client certificate and key as read, its
  * chain completed from the CA file when the certificate file lacks an
  * intermediate.  The trust (ZklTlsTrust) is apart from it:
  * zklock.ssl_ca_file alone (never the system's default trust store) and
@@ -20,8 +21,9 @@
  * connection's SSL object from the context and calls tls_prepare on its I/O
  * thread before each handshake: there the server's entry names the host its
  * certificate must carry (the name written in zklock.hosts, or the address);
- * the CA and CRL files are read again, and the trust rebuilt when their
- * digest changed, so that a reconnect verifies under the files in force; and
+ * the CA and CRL files are stat()ed, read again when they are not the
+ * files the trust was read from, and the trust rebuilt when their digest
+ * changed, so that a reconnect verifies under the files in force; and
  * the TLS session that server gave last is offered, so that a reconnect
  * resumes it, only when it was verified under the same files, a full
  * handshake verified its server's chain less than zklock.ssl_ticket_max_age
@@ -114,6 +116,21 @@ typedef struct ZklTlsTrust
 	unsigned char digest[SHA256_DIGEST_LENGTH];
 } ZklTlsTrust;
 
+/*
+ * A file as stat() sees it: what changes whenever its contents do (a write
+ * sets its change time, ctime, which no utime() sets back), so that an
+ * unchanged file need not be read again.  present: it was stat()ed.
+ */
+typedef struct ZklTlsFileId
+{
+	bool		present;
+	dev_t		dev;
+	ino_t		ino;
+	off_t		size;
+	struct timespec mtime;
+	struct timespec ctime;
+} ZklTlsFileId;
+
 /* Why a load of the trust failed. */
 typedef enum ZklTrustError
 {
@@ -157,6 +174,8 @@ typedef struct ZklTlsSession
 {
 	SSL_CTX    *ctx;
 	ZklTlsTrust *trust;			/* the files in force; under mu */
+	ZklTlsFileId trust_ids[2];	/* the CA and CRL files as trust read them;
+								 * under mu */
 	unsigned char identity[SHA256_DIGEST_LENGTH];	/* cert and key files' */
 	/* The files in force, under mu (zkl_sess_tls_follow_settings): */
 	char		ca_path[MAXPGPATH];
@@ -167,13 +186,21 @@ typedef struct ZklTlsSession
 	ZklTlsServer servers[FLEXIBLE_ARRAY_MEMBER];
 } ZklTlsSession;
 
-/* The files and identity of the session being opened; main thread. */
+/*
+ * The files, context and identity of the backend's sessions; main thread.
+ * Built by zkl_sess_tls_prepare and kept for the next session, which
+ * builds them again only when a file's path or stat() identity changed
+ * (tls_ids, taken before the files were read).
+ */
 static char *tls_ca = NULL;
 static char *tls_cert = NULL;
 static char *tls_key = NULL;
 static char *tls_crl = NULL;
-static SSL_CTX *tls_ctx = NULL;	/* built by prepare, taken by init */
-static ZklTlsTrust *tls_trust = NULL;	/* loaded by prepare, likewise */
+static SSL_CTX *tls_ctx = NULL;	/* each session takes a reference */
+static ZklTlsTrust *tls_trust = NULL;	/* loaded with it */
+static X509 *tls_cert_x509 = NULL;	/* the client certificate, as read */
+static ZklTlsFileId tls_ids[4];	/* CA, CRL, certificate, key */
+static bool tls_built = false;	/* all of the above are complete */
 static unsigned char tls_identity[SHA256_DIGEST_LENGTH];
 static ZklTlsSession *tls_session = NULL;
 
@@ -340,6 +367,57 @@ tls_read_error(int err_no, char *buf, size_t cap)
 	if (err_no == EFBIG)
 		return "larger than 16 MB";
 	return strerror_r(err_no, buf, cap);
+}
+
+/* A file's identity (ZklTlsFileId); not present when it cannot be had. */
+static void
+tls_file_id(const char *path, ZklTlsFileId *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (path == NULL || path[0] == '\0' || stat(path, &st) != 0 ||
+		!S_ISREG(st.st_mode))
+		return;
+	id->present = true;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	id->size = st.st_size;
+	id->mtime = st.st_mtim;
+	id->ctime = st.st_ctim;
+}
+
+/*
+ * Whether a file seen now (a) is the one seen before (b): both stat()ed,
+ * same device, inode, size, modification and change times.  Plain C.
+ */
+static bool
+tls_file_same(const ZklTlsFileId *a, const ZklTlsFileId *b)
+{
+	return a->present && b->present && a->dev == b->dev &&
+		a->ino == b->ino && a->size == b->size &&
+		a->mtime.tv_sec == b->mtime.tv_sec &&
+		a->mtime.tv_nsec == b->mtime.tv_nsec &&
+		a->ctime.tv_sec == b->ctime.tv_sec &&
+		a->ctime.tv_nsec == b->ctime.tv_nsec;
+}
+
+/*
+ * Whether the CA file and the CRL file (crl "": none) are the ones ids
+ * describes.  Plain C.
+ */
+static bool
+tls_trust_files_same(const char *ca, const char *crl, const ZklTlsFileId *ids)
+{
+	ZklTlsFileId now;
+
+	tls_file_id(ca, &now);
+	if (!tls_file_same(&now, &ids[0]))
+		return false;
+	if (crl[0] == '\0')
+		return !ids[1].present;
+	tls_file_id(crl, &now);
+	return tls_file_same(&now, &ids[1]);
 }
 
 /*
@@ -781,6 +859,10 @@ tls_forget(void)
 	free(tls_key);
 	free(tls_crl);
 	tls_ca = tls_cert = tls_key = tls_crl = NULL;
+	tls_built = false;
+	memset(tls_ids, 0, sizeof(tls_ids));
+	X509_free(tls_cert_x509);
+	tls_cert_x509 = NULL;
 	SSL_CTX_free(tls_ctx);
 	tls_ctx = NULL;
 	tls_trust_release(tls_trust);
@@ -937,11 +1019,14 @@ tls_refuse_files(ZklTlsServer *sv, const char *ca, const char *crl,
 }
 
 /*
- * The trust in force for a connection attempt: the files are read again
- * and digested; when their contents changed, the session's trust is
- * rebuilt from what was read.  Returns a reference, or NULL (the attempt
- * refused, why recorded for the server).  Plain C, on the I/O thread or
- * the probe's.
+ * The trust in force for a connection attempt.  The CA and CRL files are
+ * stat()ed: when both are the files the session's trust was read from
+ * (tls_file_same), it is that trust, nothing read.  Otherwise they are
+ * read again and digested; when their contents changed, the session's
+ * trust is rebuilt from what was read.  The identities are taken before
+ * the files are read, so that a file changed meanwhile is read again next
+ * time.  Returns a reference, or NULL (the attempt refused, why recorded
+ * for the server).  Plain C, on the I/O thread or the probe's.
  */
 static ZklTlsTrust *
 tls_trust_now(ZklTlsSession *ts, ZklTlsServer *sv)
@@ -953,12 +1038,19 @@ tls_trust_now(ZklTlsSession *ts, ZklTlsServer *sv)
 	int			err_no = 0;
 	char		ca[MAXPGPATH];
 	char		crl[MAXPGPATH];
+	ZklTlsFileId ids[2];
+	ZklTlsFileId seen[2];
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	known = tls_trust_ref_locked(ts->trust);
 	strlcpy(ca, ts->ca_path, sizeof(ca));
 	strlcpy(crl, ts->crl_path, sizeof(crl));
+	memcpy(ids, ts->trust_ids, sizeof(ids));
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (known != NULL && tls_trust_files_same(ca, crl, ids))
+		return known;
+	tls_file_id(ca, &seen[0]);
+	tls_file_id(crl, &seen[1]);
 	r = tls_trust_load(ca, crl[0] ? crl : NULL, known, &fresh, &err_no);
 	ERR_clear_error();
 	if (r != ZKL_TRUST_OK)
@@ -968,10 +1060,22 @@ tls_trust_now(ZklTlsSession *ts, ZklTlsServer *sv)
 		return NULL;
 	}
 	if (fresh == NULL)
+	{
+		/* The same contents: the trust stands for the files seen now. */
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		if (ts->trust == known && strcmp(ca, ts->ca_path) == 0 &&
+			strcmp(crl, ts->crl_path) == 0)
+			memcpy(ts->trust_ids, seen, sizeof(seen));
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
 		return known;
+	}
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	old = ts->trust;
 	ts->trust = tls_trust_ref_locked(fresh);
+	if (strcmp(ca, ts->ca_path) == 0 && strcmp(crl, ts->crl_path) == 0)
+		memcpy(ts->trust_ids, seen, sizeof(seen));
+	else
+		memset(ts->trust_ids, 0, sizeof(ts->trust_ids));
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	tls_trust_release(old);
 	tls_trust_release(known);
@@ -1301,13 +1405,50 @@ tls_load_trust(void)
 	return t;
 }
 
+/* Whether two paths (NULL: none) name the same file by text. */
+static bool
+tls_same_path(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) ||
+		(a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/*
+ * Whether the context, trust and identity kept from the last session were
+ * built from exactly the files the settings name now, as they are now:
+ * the same paths, each file the same by stat() (tls_file_same, CRL
+ * included when one is set).  The four identities are left in ids.
+ */
+pg_noinline static bool
+tls_built_still_holds(const char *ca, const char *cert, const char *key,
+					  const char *crl, ZklTlsFileId *ids)
+{
+	const char *paths[4] = {ca, crl, cert, key};
+	bool		same = tls_built && tls_same_path(ca, tls_ca) &&
+		tls_same_path(cert, tls_cert) && tls_same_path(key, tls_key) &&
+		tls_same_path(crl, tls_crl);
+
+	for (int i = 0; i < 4; i++)
+	{
+		tls_file_id(paths[i], &ids[i]);
+		/* a CRL file the build read and the settings no longer name too */
+		if (paths[i] != NULL ? !tls_file_same(&ids[i], &tls_ids[i]) :
+			tls_ids[i].present)
+			same = false;
+	}
+	return same;
+}
+
 /*
  * Before a session opens: with zklock.ssl on, check the files as the
  * server and the library would (readable, PEM, the key matches the
  * certificate, which is valid now; the key's mode; the CRL file), load the
- * trust, learn the identity and build the session's TLS context.  Each
- * file is read once, and what is checked, used and digested is what was
- * read.  Raises a class-08 error that names the file.
+ * trust, learn the identity and build the TLS context.  Each file is read
+ * once, and what is checked, used and digested is what was read.  The
+ * context, trust and identity are kept for the backend's next session,
+ * which reads and builds nothing while every file is the same by stat()
+ * (tls_built_still_holds; the certificate's validity and the key file's
+ * mode are checked again).  Raises a class-08 error that names the file.
  */
 void
 zkl_sess_tls_prepare(void)
@@ -1318,19 +1459,45 @@ zkl_sess_tls_prepare(void)
 	unsigned char *volatile key_data = NULL;
 	volatile size_t key_len = 0;
 	StringInfoData dn;
+	char	   *ca;
+	char	   *certp;
+	char	   *keyp;
+	char	   *crl = NULL;
+	ZklTlsFileId ids[4];
 
-	tls_forget();
 	if (!zkl_ssl)
+	{
+		tls_forget();
 		return;
-	tls_ca = tls_path("zklock.ssl_ca_file", zkl_ssl_ca_file);
-	tls_cert = tls_path("zklock.ssl_cert_file", zkl_ssl_cert_file);
-	tls_key = tls_path("zklock.ssl_key_file", zkl_ssl_key_file);
+	}
+	ca = tls_path("zklock.ssl_ca_file", zkl_ssl_ca_file);
+	certp = tls_path("zklock.ssl_cert_file", zkl_ssl_cert_file);
+	keyp = tls_path("zklock.ssl_key_file", zkl_ssl_key_file);
 	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
-		tls_crl = tls_path("zklock.ssl_crl_file", zkl_ssl_crl_file);
+		crl = tls_path("zklock.ssl_crl_file", zkl_ssl_crl_file);
+	if (tls_built_still_holds(ca, certp, keyp, crl, ids))
+	{
+		free(ca);
+		free(certp);
+		free(keyp);
+		free(crl);
+		tls_session_free(tls_session);
+		tls_session = NULL;
+		tls_check_validity(tls_cert_x509, tls_cert);
+		tls_check_key_file(tls_key);
+		return;
+	}
+	tls_forget();
+	tls_ca = ca;
+	tls_cert = certp;
+	tls_key = keyp;
+	tls_crl = crl;
 	if (strlen(tls_ca) >= MAXPGPATH || (tls_crl && strlen(tls_crl) >= MAXPGPATH))
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),
 				 errmsg("ZooKeeper TLS file path is too long")));
+	/* taken before the files are read: a change meanwhile reads them again */
+	memcpy(tls_ids, ids, sizeof(tls_ids));
 	tls_trust = tls_load_trust();
 
 	PG_TRY();
@@ -1394,6 +1561,9 @@ zkl_sess_tls_prepare(void)
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of memory")));
 		strlcpy(tls_own_id, dn.data, sizeof(tls_own_id));
+		tls_cert_x509 = cert;
+		cert = NULL;
+		tls_built = true;
 	}
 	PG_FINALLY();
 	{
@@ -1403,6 +1573,48 @@ zkl_sess_tls_prepare(void)
 		if (key_data != NULL)
 			OPENSSL_cleanse(key_data, key_len);
 		free(key_data);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * In the postmaster (zklock in shared_preload_libraries, zklock.ssl on at
+ * start; OpenSSL started by tls_shared.c): check the files, load the trust
+ * and build the context as a backend's first session would, so that every
+ * backend forks with them, as PostgreSQL builds its own server context in
+ * the postmaster.  No thread exists yet: the client library's threads
+ * start in a backend, after the fork, and use the context as one built
+ * there (OpenSSL's objects are memory; their counts are atomic).  A backend
+ * compares the files by stat() before it uses them
+ * (tls_built_still_holds) and builds its own when one changed or
+ * a reload named another: the postmaster does not build again at reload.
+ * A file that cannot be used is logged and left to each backend to
+ * report; never an error here.
+ */
+void
+zkl_sess_tls_preload(void)
+{
+	MemoryContext mcxt = CurrentMemoryContext;
+
+	if (!zkl_ssl)
+		return;
+	PG_TRY();
+	{
+		zkl_sess_tls_prepare();
+	}
+	PG_CATCH();
+	{
+		ErrorData  *e;
+
+		MemoryContextSwitchTo(mcxt);
+		e = CopyErrorData();
+		FlushErrorState();
+		tls_forget();
+		ereport(LOG,
+				(errmsg("could not prepare the ZooKeeper TLS context at server start: %s",
+						e->message),
+				 errdetail("Each backend reads the TLS files when it opens its first ZooKeeper session, and reports what fails then.")));
+		FreeErrorData(e);
 	}
 	PG_END_TRY();
 }
@@ -1550,6 +1762,7 @@ zkl_sess_tls_servers(const char *hosts)
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	ts->trust = tls_trust_ref_locked(tls_trust);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	memcpy(ts->trust_ids, tls_ids, sizeof(ts->trust_ids));
 	memcpy(ts->identity, tls_identity, sizeof(ts->identity));
 	strlcpy(ts->ca_path, tls_ca, sizeof(ts->ca_path));
 	if (tls_crl != NULL)
@@ -1619,6 +1832,7 @@ zkl_sess_tls_follow_settings(void)
 	{
 		strlcpy(tls_session->ca_path, ca, sizeof(tls_session->ca_path));
 		strlcpy(tls_session->crl_path, crl, sizeof(tls_session->crl_path));
+		memset(tls_session->trust_ids, 0, sizeof(tls_session->trust_ids));
 	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (changed)

@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 extern void zkl_sess_tls_prepare(void);
+extern void zkl_sess_tls_preload(void);
 extern void zkl_sess_tls_servers(const char *hosts);
 extern void zkl_sess_tls_share(void);
 extern void zkl_sess_tls_follow_settings(void);

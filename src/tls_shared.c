@@ -21,8 +21,9 @@
  *
  * The postmaster initialises OpenSSL and builds one client context (with
  * zklock.ssl on at start), as PostgreSQL does for its own ssl: backends
- * fork with OpenSSL's providers and algorithms ready.  Nothing here runs
- * on a thread other than the main one.
+ * fork with OpenSSL's providers and algorithms ready (session_tls.c then
+ * builds, in the postmaster too, the context the backends' sessions use).
+ * Nothing here runs on a thread other than the main one.
  *
  *-------------------------------------------------------------------------
  */

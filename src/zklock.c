@@ -92,6 +92,7 @@ _PG_init(void)
 	{
 		zkl_stats_init();
 		zkl_tls_shared_init();
+		zkl_lockset_preload();
 	}
 	zkl_prev_utility = ProcessUtility_hook;
 	ProcessUtility_hook = zkl_utility;

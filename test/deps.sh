@@ -25,9 +25,11 @@
 #           interop peers, netcat-openbsd (four-letter words by hand),
 #           pgbouncer and postgresql-15-cron (the tools users run zklock with),
 #           gdb (holds a backend at the edge of a race window in 150_race_windows),
-#           strace (146_io_thread: which thread makes which system call),
+#           strace (146_io_thread: which thread makes which system call;
+#           172_tls_cost: which files a backend opens),
 #           openssl and libio-socket-ssl-perl (170_tls: certificates, and
-#           four-letter words on a TLS-only ensemble),
+#           four-letter words on a TLS-only ensemble; 172_tls_cost's
+#           TLS-terminating proxy),
 #           prometheus-postgres-exporter (197_exporter scrapes zklock's
 #           statistics through exporter/zklock_queries.yaml),
 #           iproute2 (ip) and util-linux (setpriv): the checker's network

@@ -15,6 +15,9 @@
 #   $p->port                      the port to connect to
 #   $p->mode('pass')              forward both ways (the start state)
 #   $p->mode('swallow')           forward requests, drop every reply
+#   $p->mode('stall')             drop every reply on the connections open
+#                                 now (forward their requests); newer
+#                                 connections pass both ways
 #   $p->mode('cut')               close every connection, refuse new ones
 #   $p->mode('delay:MS')          forward both ways, each reply held MS ms
 #   $p->mode('lag:MS')            forward both ways, each request held MS
@@ -26,6 +29,7 @@
 #                                 answers at once (for counting turns)
 #   $p->requests('list')          requests of that kind seen so far (list,
 #                                 create, delete, get, exists, ping, ...)
+#   $p->connections               connections accepted and forwarded so far
 #   $p->turns                     round trips so far: requests (pings and
 #                                 auth aside) sent after a reply came back
 #                                 since the previous one; with 'hold:MS'
@@ -97,7 +101,7 @@ sub port { return $_[0]->{port}; }
 sub mode
 {
 	my ($self, $mode) = @_;
-	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|cut|(?:delay|hold|lag):\d+)$/;
+	die "unknown proxy mode $mode" unless $mode =~ /^(pass|swallow|stall|cut|(?:delay|hold|lag):\d+)$/;
 	_write($self->{ctl}, $mode);
 	$self->_wait_ack($mode);
 }
@@ -126,6 +130,17 @@ sub turns
 	{
 		my ($o, $n) = split / /, $line;
 		return $n if $o eq 'turns';
+	}
+	return 0;
+}
+
+sub connections
+{
+	my ($self) = @_;
+	for my $line (split /\n/, _read($self->{counts}))
+	{
+		my ($o, $n) = split / /, $line;
+		return $n if $o eq 'connections';
 	}
 	return 0;
 }
@@ -264,9 +279,10 @@ sub _run
 	while (1)
 	{
 		my $want = _read($self->{ctl});
-		if ($want ne $mode && $want =~ /^(pass|swallow|cut|(?:delay|hold|lag):\d+)$/)
+		if ($want ne $mode && $want =~ /^(pass|swallow|stall|cut|(?:delay|hold|lag):\d+)$/)
 		{
 			$mode = $want;
+			$_->{stalled} = 1 for $mode eq 'stall' ? values %peer : ();
 			if ($mode eq 'cut')
 			{
 				$close_pair->($_->{s}) for grep { $_->{client} } values %peer;
@@ -320,6 +336,8 @@ sub _run
 				$peer{ fileno $c } = $ce;
 				$peer{ fileno $srv } = $se;
 				$sel->add($c, $srv);
+				$counts{connections}++;
+				$counted = 1;
 				next;
 			}
 			my $e = $peer{ fileno $s } or next;
@@ -344,7 +362,7 @@ sub _run
 				$send->($e->{to}, $buf);
 				next;
 			}
-			next if $mode eq 'swallow';    # a reply: drop it
+			next if $mode eq 'swallow' || $e->{stalled};    # a reply: drop it
 			if ($delay && $mode !~ /^lag:/)
 			{
 				my $due = time + $delay;

@@ -100,7 +100,8 @@ $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION zklock');
 
 # A new backend takes and releases a lock: ('1/0' full handshake, '1/1'
-# resumed, or the error), from zklock.log_sessions.
+# resumed, or the error), from zklock.log_sessions' line of its open (the
+# close of the backend before may be logged after this one began).
 sub new_backend
 {
 	my $from_pos = -s $node->logfile;
@@ -108,7 +109,8 @@ sub new_backend
 		"SELECT zk_lock('trust', '5s'), zk_unlock('trust')");
 	return $err if $ret != 0;
 	my $log = slurp_file($node->logfile, $from_pos);
-	return $log =~ /TLS: (\d+) handshakes?, (\d+) resumed\./ ? "$1/$2" : 'no log line';
+	return $log =~ /opened in [^\n]*\n[^\n]*TLS: (\d+) handshakes?, (\d+) resumed\./
+	  ? "$1/$2" : 'no log line';
 }
 
 # Until a new backend resumes (the first after a change makes a full

@@ -196,7 +196,7 @@ engine_send(ZklContender *c)
 	c->prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
 	c->path = psprintf("%s/%s%s%s", c->dir, ZKL_PROTECT_PREFIX, uuid, c->infix);
 	c->create = zkl_session_create_node(c->path, c->data, c->dir, c->prefix);
-	c->list = zkl_session_children(c->dir);
+	c->list = zkl_session_list_own(c->dir);
 	c->acl = zkl_session_get_acl(c->dir);
 }
 

@@ -77,6 +77,7 @@ extern ZklOp *zkl_session_create_mark(const char *path, const char *data);
 extern ZklOp *zkl_session_claim(const char *path, const char *const *checks,
 								 int n);
 extern ZklOp *zkl_session_children(const char *path);
+extern ZklOp *zkl_session_list_own(const char *path);
 extern ZklOp *zkl_session_watch(const char *path);
 extern ZklOp *zkl_session_watch_children(const char *path);
 extern ZklOp *zkl_session_get(const char *path);

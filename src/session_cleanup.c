@@ -530,13 +530,6 @@ zkl_session_unwatch(const char *path)
 	session_unwatch(ZKL_CLEAN_UNWATCH, path);
 }
 
-/* Remove our child watch on path (the semaphore's waiter sets them), likewise. */
-void
-zkl_session_unwatch_children(const char *path)
-{
-	session_unwatch(ZKL_CLEAN_UNWATCH_CHILDREN, path);
-}
-
 /*
  * The first delete the ensemble refused since the last call (palloc'd;
  * NULL if none, or if it could not be kept), with how many were refused

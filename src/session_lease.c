@@ -32,8 +32,9 @@
  *
  * The session's lock nodes are registered here (by the create's
  * completion, or when a node is found again after a lost reply) and
- * forgotten when released; the first node of a session starts a new
- * lease.  Every registered node is covered by a watch of our own, so that
+ * forgotten when released; the lease is kept while one of them lives (a
+ * node deleted by someone else is lost already: no proof covers it), and
+ * the first node registered when none lives starts a new one.  Every registered node is covered by a watch of our own, so that
  * its deletion by anyone else (an operator breaking the lock) makes its
  * lock lost when the ensemble tells us, not at the next proof; the only
  * delay left is the holder's server applying the delete later than the
@@ -147,14 +148,30 @@ session_lease_age_locked(void)
 }
 
 /*
- * Whether the ensemble may have expired the session by now: it has lock
- * nodes and no proof younger than the timeout.  A pure read; caller holds mu.
+ * Whether the session has a node the lease must keep: one not known to be
+ * deleted by someone else.  A node found deleted is lost already, and no
+ * proof can cover it: with only such nodes left the lease stops, as with
+ * none, and the next node starts a new one.  Caller holds mu.
+ */
+static bool
+session_lease_live_locked(void)
+{
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+		if (!n->lost)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the ensemble may have expired the session by now: it has live
+ * lock nodes and no proof younger than the timeout.  A pure read; caller
+ * holds mu.
  */
 bool
 zkl_sess_lease_lost_locked(void)
 {
 	return zkl_sess_state_lost_locked() ||
-		(zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+		(session_lease_live_locked() && zkl_lease_have_proof &&
 		 session_lease_age_locked() > zkl_sess_state_timeout_ms_locked());
 }
 
@@ -181,7 +198,7 @@ void
 zkl_sess_lease_renew_locked(const ZklStamp *sent)
 {
 	zkl_sess_cleanup_write_answered_locked(sent);
-	if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+	if (session_lease_live_locked() && zkl_lease_have_proof &&
 		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) >
 		zkl_sess_state_timeout_ms_locked())
 		zkl_sess_lease_mark_lost_locked();
@@ -231,7 +248,7 @@ zkl_sess_lease_add_node_locked(const char *path, bool listed)
 		free(n);
 		return false;
 	}
-	if (zkl_lease_nodes == NULL)
+	if (!session_lease_live_locked())
 		zkl_lease_have_proof = false;	/* a new lease starts */
 	n->lost = false;
 	n->cover = listed ? COVER_LISTING : COVER_NONE;
@@ -722,7 +739,7 @@ session_lease_main(void *arg)
 			if (zkl_lease_stop)
 				break;
 		}
-		if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+		if (session_lease_live_locked() && zkl_lease_have_proof &&
 			!zkl_sess_state_lost_locked())
 		{
 			int64_t		age = session_lease_age_locked();

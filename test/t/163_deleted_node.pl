@@ -18,6 +18,9 @@
 #     into the directory) answered with an error (NoAuth, the node's read
 #     access taken away for a moment): the watch is set again, so a
 #     deletion is still a lost lock within 2 s.
+#  7. A lost node left unreleased is no reason for the lease to run out:
+#     after three session timeouts the session is connected and another
+#     lock is held.
 
 use strict;
 use warnings;
@@ -200,6 +203,26 @@ SKIP:
 	is($out, 'f', 'zk_unlock says it was lost');
 	$s->{stderr} = '';
 	zkq($hosts, 'delete', '/zklock/unwatched/other');
+}
+
+# --- 7. a lost node left unreleased does not run the lease out: with no
+# other node there is nothing to prove, and the session lives.  A 3 s
+# session timeout: proofs every half second while a node lives.
+{
+	my $s = session($east, set => { 'zklock.session_timeout' => '3000' }, warm => 1);
+	$s->query_safe("SELECT zk_lock('left')");
+	is(zkq($hosts, 'delete', node_of($s, 'left')), 'deleted', 'another client deletes the node of a held lock');
+	ok(poll_until(sub { lock_state($s, 'left') eq 'lost' }, 2), 'it shows lost');
+	my $state = sub { my $o = $s->query_safe('SELECT state FROM zk_session()'); chomp $o; $o };
+	ok(!poll_until(sub { $state->() ne 'connected' }, 9),
+		'left unreleased for three session timeouts, the session stays connected, not lost')
+	  or diag('state: ' . $state->());
+	is($s->query_safe("SELECT zk_lock('right') > 0"), 't', 'another lock is taken');
+	is(lock_state($s, 'right'), 'held', 'and held');
+	is($s->query_safe("SELECT zk_unlock('right')"), 't', 'and released without a warning');
+	my ($out) = $s->query("SELECT zk_unlock('left')");
+	is($out, 'f', 'the lost one\'s zk_unlock says it was lost');
+	$s->{stderr} = '';
 }
 
 ok(poll_until(sub { zkq($hosts, 'tree', '/zklock') !~ /_c_/ }, 30),

@@ -106,6 +106,7 @@ pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *path);
 extern void zkl_session_adopt_node(const char *path);
 extern bool zkl_session_tracks(const char *path);
 extern void zkl_session_unwatch(const char *path);
+extern void zkl_session_delete_if_own(const char *path);
 extern void zkl_session_unwatch_children(const char *path);
 
 #endif							/* ZKLOCK_SESSION_H */

@@ -154,6 +154,7 @@ extern bool zkl_sess_state_all_answered(void *arg);
 typedef enum ZklCleanupKind
 {
 	ZKL_CLEAN_DELETE,			/* delete path */
+	ZKL_CLEAN_DELETE_OWN,		/* delete path if this session owns it */
 	ZKL_CLEAN_SWEEP,			/* list path, delete children with prefix */
 	ZKL_CLEAN_UNWATCH,			/* remove our data watch on path */
 	ZKL_CLEAN_UNWATCH_CHILDREN	/* remove our child watch on path */

@@ -9,6 +9,9 @@
 # it says when it cannot queue a request for want of memory).  That delete
 # must keep its place, ahead of the second: the next send (a third lock's
 # release) puts them on the wire in that order, which another client sees.
+# Likewise when gdb holds the library's thread inside that first send
+# while the main thread releases the third lock: the main thread must not
+# send the second delete ahead of the first.
 #
 # Skips when gdb cannot attach to a backend here (no ptrace).
 
@@ -33,15 +36,9 @@ my $proxy = ZkProxy->new($zk->port(1));
 # The releases return without waiting for their deletes.
 my $s = session($node, via => $proxy, warm => 1,
 	set => { 'zklock.synchronous_release' => 'off' });
-$s->query_safe("SELECT zk_lock('first'), zk_lock('second')");
-my %path;
-for my $name (qw(first second))
-{
-	($path{$name}) = $s->query_safe("SELECT node FROM zk_locks WHERE name = '$name'");
-	chomp $path{$name};
-}
+my $state = sub { my $o = $s->query_safe('SELECT state FROM zk_session()'); chomp $o; $o };
 
-# Another client (kazoo) watches both nodes and prints the order in which
+# Another client (kazoo) watches two nodes and prints the order in which
 # their deletions reach it (one server: zxid order), within 60 s.
 my $script = <<'PY';
 import sys, threading
@@ -65,36 +62,64 @@ done.wait(60)
 print(" ".join(order), flush=True)
 zk.stop()
 PY
-open(my $watcher, '-|', '/usr/bin/python3', '-c', $script, $hosts,
-	map { "$_=$path{$_}" } qw(first second))
-  or die "cannot run python3: $!";
-my $ready = <$watcher>;
-is($ready, "ready\n", 'another client watches both nodes');
+
+# Take locks a and b, watched by the other client; release both while cut
+# off; let the connection come back with gdb's breakpoint $break at the
+# entry of zoo_adelete, whose first hit is the first delete sent after the
+# reconnect (on the library's thread, which sends the waiting clean-ups);
+# then release a third lock, taken before, from the backend.  The order
+# the other client saw.
+sub released_in_order
+{
+	my ($what, $a, $b, $break, $body) = @_;
+	my %path;
+	$s->query_safe("SELECT zk_lock('$a'), zk_lock('$b'), zk_lock('$a-3')");
+	for my $name ($a, $b)
+	{
+		($path{$name}) = $s->query_safe("SELECT node FROM zk_locks WHERE name = '$name'");
+		chomp $path{$name};
+	}
+	open(my $watcher, '-|', '/usr/bin/python3', '-c', $script, $hosts,
+		map { "$_=$path{$_}" } ($a, $b))
+	  or die "cannot run python3: $!";
+	my $ready = <$watcher>;
+	is($ready, "ready\n", "$what: another client watches both nodes");
+	my $g = ZkGdb->attach(backend_pid($s), non_stop => 1);
+	return undef unless $g;
+	$proxy->mode('cut');
+	ok(poll_until(sub { $state->() ne 'connected' }, 30), "$what: the backend is cut off");
+	is($s->query_safe("SELECT zk_unlock('$a'), zk_unlock('$b')"), 't|t',
+		"$what: both locks are released: their deletes wait for the connection");
+	like($g->break_run("tbreak *zoo_adelete", $body), qr/reakpoint 1 at/,
+		"$what: gdb will $break the first delete sent after the reconnect");
+	$proxy->mode('pass');
+	ok(poll_until(sub { $state->() eq 'connected' }, 30), "$what: the connection is back");
+	ok(poll_until(sub { ($g->cmd('info breakpoints', 10) // '') !~ /zoo_adelete/ }, 30),
+		"$what: the first delete sent after the reconnect is at gdb's breakpoint");
+	is($s->query_safe("SELECT zk_unlock('$a-3')"), 't', "$what: a third lock is released");
+	$g->detach;
+	ok(poll_until(sub { zkq($hosts, 'ls', "/zklock/$a-3") eq '' }, 30),
+		"$what: the third one's node goes");
+	my $order = <$watcher>;
+	close $watcher;
+	chomp $order if defined $order;
+	return $order;
+}
 
 SKIP:
 {
-	my $g = ZkGdb->attach(backend_pid($s), non_stop => 1);
-	skip $ZkGdb::why, 7 unless $g;
-	my $state = sub { my $o = $s->query_safe('SELECT state FROM zk_session()'); chomp $o; $o };
-	$proxy->mode('cut');
-	ok(poll_until(sub { $state->() ne 'connected' }, 30), 'the backend is cut off');
-	is($s->query_safe("SELECT zk_unlock('first'), zk_unlock('second')"), 't|t',
-		'both locks are released: their deletes wait for the connection');
-	like($g->break_run('tbreak *zoo_adelete', "silent\nreturn (int) -5\ncontinue"),
-		qr/reakpoint 1 at/, 'gdb will refuse the next delete with ZMARSHALLINGERROR');
-	$proxy->mode('pass');
-	ok(poll_until(sub { $state->() eq 'connected' }, 30), 'the connection is back');
-	ok(poll_until(sub { ($g->cmd('info breakpoints', 10) // '') !~ /zoo_adelete/ }, 30),
-		'the first delete sent after the reconnect was refused');
-	$g->detach;
-	is($s->query_safe("SELECT zk_lock('third') > 0, zk_unlock('third')"), 't|t',
-		'a third lock taken and released: its delete and the waiting ones go out');
-	ok(poll_until(sub { zkq($hosts, 'ls', '/zklock/third') eq '' }, 30), 'the third one\'s node goes');
+	# The library refuses the send: the entry waits for the next send, in
+	# its place.
+	my $order = released_in_order('refused', 'first', 'second', 'refuse',
+		"silent\nreturn (int) -5\ncontinue");
+	skip $ZkGdb::why, 17 unless defined $order;
+	is($order, 'first second', 'refused: the nodes are deleted in the order they were released');
+
+	# The library's thread held inside the send: the main thread's release
+	# must not put the waiting second delete on the wire first.
+	$order = released_in_order('held', 'one', 'two', 'hold', "silent");
+	is($order, 'one two', 'held: the nodes are deleted in the order they were released');
 }
-my $order = <$watcher>;
-close $watcher;
-chomp $order if defined $order;
-is($order, 'first second', 'the nodes are deleted in the order they were released');
 ok(poll_until(sub { zkq($hosts, 'tree', '/zklock') !~ /_c_/ }, 30), 'no lock node is left');
 
 finish(nodes => [$node], zk => $zk);

@@ -690,7 +690,8 @@ engine_log_wait(ZklContender *c)
 
 /*
  * Wait for the watch, in slices between deadlock searches.  Our own node
- * is watched by the session: its deletion by someone else wakes the wait
+ * is covered by the session's watches (session_lease.c): its deletion by
+ * someone else wakes the wait
  * (a loss after the mark) or is seen here before it (a loss before), and
  * fails the acquisition at once, whatever the blocker does.
  */

@@ -33,12 +33,13 @@ my $hosts = $zk->connect_string;
 my $node = zk_cluster('claim', $zk);
 my $proxy = ZkProxy->new($zk->port(1));
 
-# B searches first (publishing its wait) and again only after 6 s; A
-# searches 3 s into its wait, finds the cycle and goes to claim it.  A's
-# 30 s session timeout: its lease is proved every 5 s.
+# B searches first, 2.5 s into its wait (publishing it), and again only
+# 7.5 s into it; A searches 3 s into its wait, finds the cycle and goes to
+# claim it, before B looks again.  A's 30 s session timeout: its lease is
+# proved every 5 s.
 my $a = session($node, via => $proxy, warm => 1,
 	set => { deadlock_timeout => '3s', 'zklock.session_timeout' => '30000' });
-my $b = session($node, warm => 1, set => { deadlock_timeout => '2s' });
+my $b = session($node, warm => 1, set => { deadlock_timeout => '2500ms' });
 my $apid = backend_pid($a);
 my $bpid = backend_pid($b);
 my $g = ZkGdb->attach($apid, non_stop => 1);

@@ -34,11 +34,12 @@
  * completion, or when a node is found again after a lost reply) and
  * forgotten when released; the lease is kept while one of them lives (a
  * node deleted by someone else is lost already: no proof covers it), and
- * the first node registered when none lives starts a new one.  Every registered node is covered by a watch of our own, so that
- * its deletion by anyone else (an operator breaking the lock) makes its
- * lock lost when the ensemble tells us, not at the next proof; the only
- * delay left is the holder's server applying the delete later than the
- * server of whoever takes the lock next (README, "Deleted nodes").
+ * the first node registered when none lives starts a new one.  Every
+ * registered node is covered by a watch of our own, so that its deletion
+ * by anyone else (an operator breaking the lock) makes its lock lost when
+ * the ensemble tells us, not at the next proof; the only delay left is
+ * the holder's server applying the delete later than the server of
+ * whoever takes the lock next (README, "Deleted nodes").
  *
  * That cover costs no request of its own while nobody else comes: the
  * listing sent right behind the create (zkl_session_list_own) carries a
@@ -52,10 +53,10 @@
  * data watch at once.  Our own release forgets the node before its
  * delete, so the notifications of that delete find nothing here.
  *
- * When the lease runs out or the ensemble ends the session, the
- * locks are lost for good (recorded in session_state.c) and every node
- * still registered is queued for deletion, in case the ensemble still
- * knows the session.
+ * When the lease runs out or the ensemble ends the session, the locks are
+ * lost for good (recorded in session_state.c) and every node still
+ * registered is queued for deletion, in case the ensemble still knows the
+ * session.
  *
  * The lease thread is plain C with every signal blocked, like the
  * library's threads (see session_int.h).

@@ -256,9 +256,10 @@ session_finish(ZklOp *op, int rc)
  * lease covers it and an abandoned create still gets deleted; its answer
  * is a write the quorum committed, so it renews the lease.  The listing
  * sent behind it (zkl_session_list_own) says what tells us of its
- * deletion (see session_lease.c): no request of its own.  A node that cannot be
- * registered (no memory) is answered as failed and its delete queued
- * here: nobody will hold it, and it would block everyone behind it.
+ * deletion (see session_lease.c): no request of its own.  A node that
+ * cannot be registered (no memory) is answered as failed and its delete
+ * queued here: nobody will hold it, and it would block everyone behind
+ * it.
  */
 static void
 session_created(int rc, const char *value, const struct Stat *stat,

@@ -679,7 +679,9 @@ run_herd(int n, const char *out)
 	struct pollfd *pfd = calloc(n, sizeof(struct pollfd));
 	int			failed = 0,
 				left = n,
-				waiting = 0;
+				waiting = 0,
+				notified = -1,
+				notified_before;
 	double		t0,
 				deadline,
 				t_conn = now_s();
@@ -719,6 +721,7 @@ run_herd(int n, const char *out)
 	if (!exists(out, "go"))
 		die("no go signal");
 
+	notified_before = scalar_int(holder, "SELECT notifications FROM zk_session()");
 	t0 = now_s();
 	r = PQexec(holder, "SELECT zk_unlock('bench-herd')");
 	if (PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -763,11 +766,25 @@ run_herd(int n, const char *out)
 		}
 		free(map);
 	}
+	/*
+	 * What the sessions were notified of during the hand-offs, each by its
+	 * own count (zk_session().notifications: its waits' watches on other
+	 * sessions' nodes), so that a releasing backend's notification of its
+	 * own node is not counted; the waiters' counts were 0 before (nothing
+	 * of theirs fired while they queued), the holder's is read before too.
+	 */
+	if (left == 0 && !failed)
+	{
+		notified = -notified_before;
+		for (int i = 0; i < n; i++)
+			notified += scalar_int(w[i], "SELECT notifications FROM zk_session()");
+		notified += scalar_int(holder, "SELECT notifications FROM zk_session()");
+	}
 	snprintf(path, sizeof(path), "%s.sum", out);
 	if (!(f = fopen(path, "w")))
 		die("cannot write %s", path);
-	fprintf(f, "waiters=%d\nacquired=%d\nseconds=%.6f\nconnect_seconds=%.3f\n",
-			n, n - left, now_s() - t0, t_conn);
+	fprintf(f, "waiters=%d\nacquired=%d\nseconds=%.6f\nconnect_seconds=%.3f\nnotified=%d\n",
+			n, n - left, now_s() - t0, t_conn, notified);
 	fclose(f);
 	for (int i = 0; i < n; i++)
 		PQfinish(w[i]);

@@ -689,7 +689,7 @@ zkstat() {
 		$PY "$B/zkstat.py" "$HOSTS" 2>/dev/null && return
 		sleep 1
 	done
-	echo "watches=-1 notifications=-1"
+	echo "watches=-1 notifications=-1 children=-1"
 }
 
 run_herd() {

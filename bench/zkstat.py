@@ -1,6 +1,6 @@
 """Four-letter-word counters of a ZooKeeper ensemble, summed over servers.
 
-    zkstat.py HOSTS          prints  watches=N notifications=M
+    zkstat.py HOSTS          prints  watches=N notifications=M children=C
     zkstat.py HOSTS version  prints  the server version
     zkstat.py HOSTS reset    resets every server's statistics (srst)
     zkstat.py HOSTS maxlat   prints  zk_max_latency=N zk_max_server=HOST:PORT, the
@@ -10,6 +10,7 @@
 watches: "Total watches" of wchs (one per watching session and path).
 notifications: watchers fired so far, from mntr's zk_sum_node_*_watch_count
 (created, deleted, changed, children): a delete that fires 1 watch adds 1.
+children: the child watches among them (zk_sum_node_children_watch_count).
 """
 import socket
 import sys
@@ -55,7 +56,7 @@ def main():
                     worst, where = int(float(v)), "%s:%d" % (h, p)
         print("zk_max_latency=%d\nzk_max_server=%s" % (worst, where))
         return
-    watches = notes = 0
+    watches = notes = children = 0
     for h, p in servers(hosts):
         for line in four_letter(h, p, "wchs").splitlines():
             if "Total watches:" in line:
@@ -64,7 +65,9 @@ def main():
             k, _, v = line.partition("\t")
             if k.startswith("zk_sum_node_") and k.endswith("_watch_count"):
                 notes += int(float(v))
-    print("watches=%d notifications=%d" % (watches, notes))
+            if k == "zk_sum_node_children_watch_count":
+                children += int(float(v))
+    print("watches=%d notifications=%d children=%d" % (watches, notes, children))
 
 
 if __name__ == "__main__":

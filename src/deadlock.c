@@ -44,7 +44,10 @@
  * after the victim's node: a member that sees the cycle late finds the
  * claim, or finds a member's node gone, and can never claim it a second
  * time.  A claim whose create was not answered may be this session's: a
- * later search that finds it owned by this session takes it as its own.
+ * later search that finds it owned by this session takes it as its own,
+ * and the end of the wait deletes it only if the ensemble says it is this
+ * session's (another member may have made it: deleting that one would let
+ * a late member claim the cycle again).
  *
  * Wait entries are written by other clients too, and are read as
  * untrusted input: an entry that names a directory outside zklock.root's
@@ -596,9 +599,30 @@ dl_cycle_key(ZklDlSearch *s)
 	return psprintf("%016llx-%d", (unsigned long long) h, s->depth);
 }
 
+/* Take path out of a list of claims; whether it was there. */
+static bool
+dl_list_take(List **list, const char *path)
+{
+	ListCell   *lc;
+
+	foreach(lc, *list)
+	{
+		if (strcmp(lfirst(lc), path) == 0)
+		{
+			pfree(lfirst(lc));
+			*list = list_delete_cell(*list, lc);
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
- * Keep a claim this wait may own, in the wait's context: it is deleted
- * when the wait ends, after the wait's node.
+ * Keep a claim this wait may own, in the wait's context, as unsure (its
+ * create not answered yet): when the wait ends, after the wait's node, it
+ * is deleted only if the ensemble says this session owns it, for another
+ * member may have made it.  Made sure (dl_claim_made) once an answer says
+ * it is ours.
  */
 static void
 dl_keep_claim(ZklDlSearch *s, const char *path)
@@ -609,6 +633,22 @@ dl_keep_claim(ZklDlSearch *s, const char *path)
 	foreach(lc, s->wait->claims)
 		if (strcmp(lfirst(lc), path) == 0)
 			return;
+	foreach(lc, s->wait->unsure)
+		if (strcmp(lfirst(lc), path) == 0)
+			return;
+	old = MemoryContextSwitchTo(s->wait_cxt);
+	s->wait->unsure = lappend(s->wait->unsure, pstrdup(path));
+	MemoryContextSwitchTo(old);
+}
+
+/* A claim kept is ours: deleted when the wait ends, after its node. */
+static void
+dl_claim_made(ZklDlSearch *s, const char *path)
+{
+	MemoryContext old;
+
+	if (!dl_list_take(&s->wait->unsure, path))
+		return;
 	old = MemoryContextSwitchTo(s->wait_cxt);
 	s->wait->claims = lappend(s->wait->claims, pstrdup(path));
 	MemoryContextSwitchTo(old);
@@ -618,17 +658,7 @@ dl_keep_claim(ZklDlSearch *s, const char *path)
 static void
 dl_forget_claim(ZklDlSearch *s, const char *path)
 {
-	ListCell   *lc;
-
-	foreach(lc, s->wait->claims)
-	{
-		if (strcmp(lfirst(lc), path) == 0)
-		{
-			pfree(lfirst(lc));
-			s->wait->claims = list_delete_cell(s->wait->claims, lc);
-			return;
-		}
-	}
+	(void) dl_list_take(&s->wait->unsure, path);
 }
 
 /*
@@ -666,13 +696,19 @@ dl_claim(ZklDlSearch *s)
 	dl_keep_claim(s, path);
 	rc = dl_answer(s, zkl_session_claim(path, checks, s->depth));
 	if (rc == ZKL_RC_OK)
+	{
+		dl_claim_made(s, path);
 		return true;
+	}
 	if (rc == ZKL_RC_EXISTS)
 	{
 		stat = zkl_session_stat(path);
 		rc = dl_answer(s, stat);
 		if (rc == ZKL_RC_OK && zkl_session_op_owned(stat, &czxid))
+		{
+			dl_claim_made(s, path);
 			return true;
+		}
 		if (rc == ZKL_RC_OK || rc == ZKL_RC_NO_NODE)
 			dl_forget_claim(s, path);	/* another session's, or gone */
 		return false;
@@ -873,8 +909,11 @@ zkl_deadlock_wait_end(ZklDeadlockWait *w)
 	w->entry = NULL;
 	foreach(lc, w->claims)
 		zkl_session_release(lfirst(lc));
+	foreach(lc, w->unsure)
+		zkl_session_delete_if_own(lfirst(lc));
 	list_free_deep(w->claims);
-	w->claims = NIL;
+	list_free_deep(w->unsure);
+	w->claims = w->unsure = NIL;
 }
 
 /*

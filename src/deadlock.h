@@ -34,7 +34,8 @@ typedef struct ZklDeadlockWait
 	char	   *entry;			/* our published wait, once sent */
 	ZklOp	   *publish_dir;	/* requests under way: let go on every way out */
 	ZklOp	   *publish;
-	List	   *claims;			/* victim claims this wait may have made */
+	List	   *claims;			/* victim claims this wait made */
+	List	   *unsure;			/* claims it may have made (no answer) */
 } ZklDeadlockWait;
 
 extern void zkl_deadlock_wait_start(ZklDeadlockWait *w);

@@ -196,7 +196,7 @@ engine_send(ZklContender *c)
 	c->prefix = psprintf("%s%s-", ZKL_PROTECT_PREFIX, uuid);
 	c->path = psprintf("%s/%s%s%s", c->dir, ZKL_PROTECT_PREFIX, uuid, c->infix);
 	c->create = zkl_session_create_node(c->path, c->data, c->dir, c->prefix);
-	c->list = zkl_session_children(c->dir);
+	c->list = zkl_session_list_own(c->dir);
 	c->acl = zkl_session_get_acl(c->dir);
 }
 
@@ -690,7 +690,8 @@ engine_log_wait(ZklContender *c)
 
 /*
  * Wait for the watch, in slices between deadlock searches.  Our own node
- * is watched by the session: its deletion by someone else wakes the wait
+ * is covered by the session's watches (session_lease.c): its deletion by
+ * someone else wakes the wait
  * (a loss after the mark) or is seen here before it (a loss before), and
  * fails the acquisition at once, whatever the blocker does.
  */

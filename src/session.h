@@ -77,6 +77,7 @@ extern ZklOp *zkl_session_create_mark(const char *path, const char *data);
 extern ZklOp *zkl_session_claim(const char *path, const char *const *checks,
 								 int n);
 extern ZklOp *zkl_session_children(const char *path);
+extern ZklOp *zkl_session_list_own(const char *path);
 extern ZklOp *zkl_session_watch(const char *path);
 extern ZklOp *zkl_session_watch_children(const char *path);
 extern ZklOp *zkl_session_get(const char *path);
@@ -105,6 +106,7 @@ pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *path);
 extern void zkl_session_adopt_node(const char *path);
 extern bool zkl_session_tracks(const char *path);
 extern void zkl_session_unwatch(const char *path);
+extern void zkl_session_delete_if_own(const char *path);
 extern void zkl_session_unwatch_children(const char *path);
 
 #endif							/* ZKLOCK_SESSION_H */

@@ -65,6 +65,7 @@ static uint64 zkl_cleanups_queued = 0;	/* seq of the last clean-up queued */
 static void (*zkl_cleanup_delete_hook) (const ZklStamp *sent) = NULL;
 static char *zkl_cleanup_denied = NULL; /* first delete refused, unreported */
 static int	zkl_cleanup_ndenied = 0;
+static bool zkl_cleanup_issuing = false;	/* a thread is sending entries */
 
 /*
  * Entries whose send failed with ZMARSHALLINGERROR: the library may hold
@@ -188,6 +189,7 @@ zkl_sess_cleanup_drop_all_locked(void)
 	free(zkl_cleanup_denied);
 	zkl_cleanup_denied = NULL;
 	zkl_cleanup_ndenied = 0;
+	zkl_cleanup_issuing = false;
 }
 
 /*
@@ -256,6 +258,36 @@ session_cleanup_done(int rc, const void *data)
 	if (!session_cleanup_early(c, rc))
 		session_cleanup_answered(c, rc);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
+}
+
+/*
+ * The owner check of a conditional delete: the node is this session's
+ * (ephemeralOwner), so the delete is queued; gone or another session's,
+ * nothing to do.  One answered before its send returned goes again.
+ */
+static void
+session_cleanup_owner(int rc, const struct Stat *stat, const void *data)
+{
+	ZklCleanup *c = (ZklCleanup *) data;
+	bool		queued = false;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (session_cleanup_early(c, rc == ZOK ? ZCONNECTIONLOSS : rc))
+	{
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return;
+	}
+	for (ZklCleanup *l = zkl_cleanup_limbo; l; l = l->next)
+		if (l == c)
+			rc = ZCLOSING;		/* never sent: nothing learnt */
+	if (rc == ZOK && stat->ephemeralOwner != 0 &&
+		stat->ephemeralOwner == zkl_sess_state_session_id_locked())
+		queued = zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, c->path, NULL);
+	session_cleanup_answered(c, rc == ZNONODE ? ZOK : rc);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (queued)
+		zkl_sess_cleanup_issue();
 	zkl_sess_sync_kick();
 }
 
@@ -361,6 +393,8 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 			return zoo_aremove_all_watches(zh, c->path, ZWATCHTYPE_CHILD, 0,
 										   (void_completion_t *) session_cleanup_done,
 										   c);
+		case ZKL_CLEAN_DELETE_OWN:
+			return zoo_aexists(zh, c->path, 0, session_cleanup_owner, c);
 		case ZKL_CLEAN_DELETE:
 			break;
 	}
@@ -369,21 +403,31 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 
 /*
  * A send failed with ZMARSHALLINGERROR: the library may hold the entry.
- * Move it to limbo and queue a copy in its place, to go again after the
- * reconnect.  Caller holds mu.
+ * Move it to limbo and put a copy in its place in the queue, to go again
+ * after the reconnect in the same order: ahead of the entries queued
+ * after it (a victim's node ahead of its deadlock claim).  Caller holds
+ * mu.
  */
 static void
 session_cleanup_to_limbo(ZklCleanup *c)
 {
 	ZklCleanup *copy = session_cleanup_new(c->kind, c->path, c->prefix,
 										   c->seq);
+	ZklCleanup **p = &zkl_cleanups;
 
-	session_cleanup_unlink(&zkl_cleanups, c);
+	while (*p && *p != c)
+		p = &(*p)->next;
+	if (*p == NULL)
+		return;
+	if (copy != NULL)
+	{
+		copy->next = c->next;
+		*p = copy;
+	}
+	else
+		*p = c->next;			/* the node goes with the session */
 	c->next = zkl_cleanup_limbo;
 	zkl_cleanup_limbo = c;
-	if (copy == NULL)
-		return;					/* the node goes with the session */
-	session_cleanup_append(&zkl_cleanups, copy);
 }
 
 /*
@@ -416,27 +460,35 @@ session_cleanup_sent_locked(ZklCleanup *c, int rc)
 	return dropped;
 }
 
-/* Send every queued clean-up that is not under way; any thread. */
+/*
+ * Send every queued clean-up that is not under way; any thread.  One
+ * thread sends at a time, the others leave their entries to it (it looks
+ * again after each send): two threads sending at once could put a later
+ * entry on the wire first, a deadlock claim's delete ahead of its
+ * victim's node.
+ */
 void
 zkl_sess_cleanup_issue(void)
 {
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (zkl_cleanup_issuing)
+	{
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return;
+	}
+	zkl_cleanup_issuing = true;
 	for (;;)
 	{
 		ZklCleanup *c;
 		zhandle_t  *zh;
 		int			rc;
-		bool		go_on;
 
-		pthread_mutex_lock(&zkl_sess_sync_mu);
 		zh = zkl_sess_state_handle();
 		for (c = zkl_cleanups; c; c = c->next)
 			if (!c->in_flight)
 				break;
 		if (c == NULL || zh == NULL || !zkl_sess_state_connected_locked())
-		{
-			pthread_mutex_unlock(&zkl_sess_sync_mu);
-			return;
-		}
+			break;
 		c->in_flight = true;
 		c->sending = true;
 		c->armed = false;		/* armed again when its listing is answered */
@@ -446,11 +498,11 @@ zkl_sess_cleanup_issue(void)
 
 		rc = session_send_cleanup(zh, c);
 		pthread_mutex_lock(&zkl_sess_sync_mu);
-		go_on = session_cleanup_sent_locked(c, rc);
-		pthread_mutex_unlock(&zkl_sess_sync_mu);
-		if (!go_on)
-			return;
+		if (!session_cleanup_sent_locked(c, rc))
+			break;
 	}
+	zkl_cleanup_issuing = false;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
 /* The seq of the last clean-up queued, to wait for.  Caller holds mu. */
@@ -503,9 +555,9 @@ zkl_sess_cleanup_write_answered_locked(const ZklStamp *sent)
 	}
 }
 
-/* Queue a watch removal and send it; never blocks, never raises. */
+/* Queue a clean-up of path and send it; never blocks, never raises. */
 static void
-session_unwatch(ZklCleanupKind kind, const char *path)
+session_queue_clean(ZklCleanupKind kind, const char *path)
 {
 	bool		queued;
 
@@ -518,6 +570,18 @@ session_unwatch(ZklCleanupKind kind, const char *path)
 }
 
 /*
+ * Delete path (no lock node: a deadlock claim whose create was not
+ * answered) only if the ensemble says this session owns it: it may be
+ * another session's.  Queued like a delete, in order; never blocks, never
+ * raises.
+ */
+void
+zkl_session_delete_if_own(const char *path)
+{
+	session_queue_clean(ZKL_CLEAN_DELETE_OWN, path);
+}
+
+/*
  * Remove our data watch on path, retried after a reconnect like a delete.
  * In the 3.8.0 client, removing one watcher only checks on the server and
  * drops it locally: the server keeps the watch until it fires.  Removing
@@ -527,14 +591,7 @@ session_unwatch(ZklCleanupKind kind, const char *path)
 void
 zkl_session_unwatch(const char *path)
 {
-	session_unwatch(ZKL_CLEAN_UNWATCH, path);
-}
-
-/* Remove our child watch on path (the semaphore's waiter sets them), likewise. */
-void
-zkl_session_unwatch_children(const char *path)
-{
-	session_unwatch(ZKL_CLEAN_UNWATCH_CHILDREN, path);
+	session_queue_clean(ZKL_CLEAN_UNWATCH, path);
 }
 
 /*

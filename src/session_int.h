@@ -154,6 +154,7 @@ extern bool zkl_sess_state_all_answered(void *arg);
 typedef enum ZklCleanupKind
 {
 	ZKL_CLEAN_DELETE,			/* delete path */
+	ZKL_CLEAN_DELETE_OWN,		/* delete path if this session owns it */
 	ZKL_CLEAN_SWEEP,			/* list path, delete children with prefix */
 	ZKL_CLEAN_UNWATCH,			/* remove our data watch on path */
 	ZKL_CLEAN_UNWATCH_CHILDREN	/* remove our child watch on path */
@@ -170,7 +171,12 @@ extern void zkl_sess_cleanup_rearm_locked(void);
 extern void zkl_sess_cleanup_write_answered_locked(const ZklStamp *sent);
 
 /* session_lease.c */
-extern bool zkl_sess_lease_add_node_locked(const char *path);
+extern bool zkl_sess_lease_add_node_locked(const char *path, bool listed);
+extern void zkl_sess_lease_listed_locked(const char *dir, bool ok,
+										 char **names, int count);
+extern void zkl_sess_lease_uncover_dir_locked(const char *dir);
+extern void zkl_sess_lease_dir_watcher(zhandle_t *zh, int type, int state,
+									   const char *path, void *ctx);
 extern void zkl_sess_lease_forget_node_locked(const char *path);
 extern void zkl_sess_lease_renew_locked(const ZklStamp *sent);
 extern bool zkl_sess_lease_lost_locked(void);

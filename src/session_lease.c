@@ -32,15 +32,31 @@
  *
  * The session's lock nodes are registered here (by the create's
  * completion, or when a node is found again after a lost reply) and
- * forgotten when released; the first node of a session starts a new
- * lease.  Each registered node carries a data watch of our own, so that
- * its deletion by anyone else (an operator breaking the lock) makes its
- * lock lost when the ensemble tells us, not at the next proof; the only
- * delay left is the holder's server applying the delete later than the
- * server of whoever takes the lock next (README, "Deleted nodes").  When the lease runs out or the ensemble ends the session, the
- * locks are lost for good (recorded in session_state.c) and every node
- * still registered is queued for deletion, in case the ensemble still
- * knows the session.
+ * forgotten when released; the lease is kept while one of them lives (a
+ * node deleted by someone else is lost already: no proof covers it), and
+ * the first node registered when none lives starts a new one.  Every
+ * registered node is covered by a watch of our own, so that its deletion
+ * by anyone else (an operator breaking the lock) makes its lock lost when
+ * the ensemble tells us, not at the next proof; the only delay left is
+ * the holder's server applying the delete later than the server of
+ * whoever takes the lock next (README, "Deleted nodes").
+ *
+ * That cover costs no request of its own while nobody else comes: the
+ * listing sent right behind the create (zkl_session_list_own) carries a
+ * child watch on the directory, which fires when any child comes or goes,
+ * ours among them.  A node it showed is covered by it (COVER_DIR).  When
+ * it fires, the node may be gone or someone else may have come (another
+ * contender, a stray sweep, another client's node in the same directory):
+ * the node then gets a data watch of its own, whose answer says which
+ * (ZNONODE: lost), and which keeps covering it while others queue.  A
+ * node whose listing failed, or one adopted after a lost reply, gets its
+ * data watch at once.  Our own release forgets the node before its
+ * delete, so the notifications of that delete find nothing here.
+ *
+ * When the lease runs out or the ensemble ends the session, the locks are
+ * lost for good (recorded in session_state.c) and every node still
+ * registered is queued for deletion, in case the ensemble still knows the
+ * session.
  *
  * The lease thread is plain C with every signal blocked, like the
  * library's threads (see session_int.h).
@@ -59,13 +75,22 @@
 #include "session_int.h"
 #include "stats.h"
 
+/* What tells us of the deletion of a node of ours. */
+typedef enum ZklCover
+{
+	COVER_NONE,					/* nothing yet: the lease thread sends a watch */
+	COVER_LISTING,				/* the listing behind its create, under way */
+	COVER_DIR,					/* that listing's child watch on its directory */
+	COVER_NODE					/* a data watch on it, set or under way */
+} ZklCover;
+
 /* A node this session created and has not deleted: held or queued. */
 typedef struct ZklNode
 {
 	struct ZklNode *next;
 	char	   *path;
 	bool		lost;			/* deleted by someone else */
-	bool		watched;		/* our watch on it is set or under way */
+	ZklCover	cover;
 } ZklNode;
 
 /* One request for a watch on a node of ours; freed by its completion. */
@@ -124,14 +149,30 @@ session_lease_age_locked(void)
 }
 
 /*
- * Whether the ensemble may have expired the session by now: it has lock
- * nodes and no proof younger than the timeout.  A pure read; caller holds mu.
+ * Whether the session has a node the lease must keep: one not known to be
+ * deleted by someone else.  A node found deleted is lost already, and no
+ * proof can cover it: with only such nodes left the lease stops, as with
+ * none, and the next node starts a new one.  Caller holds mu.
+ */
+static bool
+session_lease_live_locked(void)
+{
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+		if (!n->lost)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the ensemble may have expired the session by now: it has live
+ * lock nodes and no proof younger than the timeout.  A pure read; caller
+ * holds mu.
  */
 bool
 zkl_sess_lease_lost_locked(void)
 {
 	return zkl_sess_state_lost_locked() ||
-		(zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+		(session_lease_live_locked() && zkl_lease_have_proof &&
 		 session_lease_age_locked() > zkl_sess_state_timeout_ms_locked());
 }
 
@@ -158,7 +199,7 @@ void
 zkl_sess_lease_renew_locked(const ZklStamp *sent)
 {
 	zkl_sess_cleanup_write_answered_locked(sent);
-	if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+	if (session_lease_live_locked() && zkl_lease_have_proof &&
 		zkl_stamp_diff_ms(&zkl_lease_proof_sent, sent) >
 		zkl_sess_state_timeout_ms_locked())
 		zkl_sess_lease_mark_lost_locked();
@@ -192,9 +233,14 @@ zkl_sess_lease_node_losses_locked(void)
 	return zkl_lease_node_losses;
 }
 
-/* Register a node of ours (held or queued).  Caller holds mu. */
+/*
+ * Register a node of ours (held or queued); listed says that a listing of
+ * its directory with our child watch was sent right after its create
+ * (zkl_sess_lease_listed_locked then says what covers it).  Caller holds
+ * mu.
+ */
 bool
-zkl_sess_lease_add_node_locked(const char *path)
+zkl_sess_lease_add_node_locked(const char *path, bool listed)
 {
 	ZklNode    *n = malloc(sizeof(ZklNode));
 
@@ -203,10 +249,10 @@ zkl_sess_lease_add_node_locked(const char *path)
 		free(n);
 		return false;
 	}
-	if (zkl_lease_nodes == NULL)
+	if (!session_lease_live_locked())
 		zkl_lease_have_proof = false;	/* a new lease starts */
 	n->lost = false;
-	n->watched = false;
+	n->cover = listed ? COVER_LISTING : COVER_NONE;
 	n->next = zkl_lease_nodes;
 	zkl_lease_nodes = n;
 	return true;
@@ -253,9 +299,93 @@ static bool
 session_lease_unwatched_locked(void)
 {
 	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
-		if (!n->watched && !n->lost)
+		if (n->cover == COVER_NONE && !n->lost)
 			return true;
 	return false;
+}
+
+/* Whether path names a child of directory dir. */
+static bool
+session_lease_in_dir(const char *path, const char *dir)
+{
+	size_t		len = strlen(dir);
+
+	return strncmp(path, dir, len) == 0 && path[len] == '/' &&
+		strchr(path + len + 1, '/') == NULL;
+}
+
+/*
+ * The nodes of ours in dir covered by a child watch there (or about to
+ * be) need a data watch of their own: the child watch fired, or is being
+ * removed.  Wakes the lease thread, which sends them.  Caller holds mu.
+ */
+void
+zkl_sess_lease_uncover_dir_locked(const char *dir)
+{
+	bool		any = false;
+
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+	{
+		if ((n->cover == COVER_DIR || n->cover == COVER_LISTING) &&
+			session_lease_in_dir(n->path, dir))
+		{
+			n->cover = COVER_NONE;
+			any = true;
+		}
+	}
+	if (any)
+		zkl_sess_lease_wake_locked();
+}
+
+/*
+ * The listing of dir sent behind a create was answered (ok: with the
+ * children names[0..count), and our child watch set) or failed: the nodes
+ * of ours there that it was sent for are covered by the watch when it
+ * shows them; any other needs a data watch (the lease thread is woken).
+ * Caller holds mu.
+ */
+void
+zkl_sess_lease_listed_locked(const char *dir, bool ok, char **names,
+							 int count)
+{
+	bool		wake = false;
+	size_t		len = strlen(dir);
+
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+	{
+		bool		shown = false;
+
+		if (n->cover != COVER_LISTING || !session_lease_in_dir(n->path, dir))
+			continue;
+		for (int i = 0; ok && !shown && i < count; i++)
+			shown = strcmp(names[i], n->path + len + 1) == 0;
+		n->cover = shown ? COVER_DIR : COVER_NONE;
+		wake |= !shown;
+	}
+	if (wake)
+		zkl_sess_lease_wake_locked();
+}
+
+/*
+ * The child watch of a listing sent behind a create, on the IO thread:
+ * a child of the directory came or went, or the directory went.  Our
+ * nodes there get a data watch each, whose answer tells a deletion from
+ * anything else; nothing is lost here.  Session events (every watcher
+ * hears them) change nothing: the library sets the watch again on
+ * reconnect.
+ */
+void
+zkl_sess_lease_dir_watcher(zhandle_t *zh, int type, int state,
+						   const char *path, void *ctx)
+{
+	(void) zh;
+	(void) state;
+	(void) ctx;
+	if (path == NULL || type == ZOO_SESSION_EVENT)
+		return;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_sess_lease_uncover_dir_locked(path);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
 /*
@@ -281,7 +411,7 @@ session_own_watcher(zhandle_t *zh, int type, int state, const char *path,
 		session_lease_node_lost_locked(n);
 	else if (n != NULL)
 	{
-		n->watched = false;
+		n->cover = COVER_NONE;
 		zkl_sess_lease_wake_locked();
 	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
@@ -333,7 +463,7 @@ session_own_watched(int rc, const char *value, int value_len,
 		session_lease_node_lost_locked(n);
 	else if (n != NULL && rc != ZOK)
 	{
-		n->watched = false;
+		n->cover = COVER_NONE;
 		if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST ||
 			rc == ZSESSIONMOVED)
 			zkl_sess_lease_wake_locked();
@@ -347,11 +477,12 @@ session_own_watched(int rc, const char *value, int value_len,
 }
 
 /*
- * Watch every node of ours that has no watch yet, with get-data (a data
+ * Watch every node of ours that nothing covers yet, with get-data (a data
  * watch is not left behind on a node already gone): the ensemble then
  * tells us at once when anyone else deletes it, an operator breaking the
- * lock, say.  Sent right after the create's answer, from its completion,
- * so that the acquire never waits for it; ZooKeeper runs a session's
+ * lock, say.  Sent by the lease thread (woken when a child watch fired, a
+ * listing did not cover a node, or a watch must be set again) or by the
+ * adoption of a node, never waited for; ZooKeeper runs a session's
  * requests in order, so a deletion before the watch is set is answered
  * ZNONODE, to the same effect.  Any thread, not holding mu; never blocks
  * nor raises.  A send that fails leaves the node to the lease thread.
@@ -376,12 +507,12 @@ zkl_sess_lease_watch_nodes(void)
 		{
 			budget = 0;
 			for (n = zkl_lease_nodes; n; n = n->next)
-				budget += !n->watched && !n->lost;
+				budget += n->cover == COVER_NONE && !n->lost;
 		}
 		zh = budget > 0 ? zkl_sess_state_handle() : NULL;
 		for (n = zkl_lease_nodes; zh != NULL && n && w == NULL; n = n->next)
 		{
-			if (n->watched || n->lost)
+			if (n->cover != COVER_NONE || n->lost)
 				continue;
 			w = malloc(offsetof(ZklOwnWatch, path) + strlen(n->path) + 1);
 			if (w == NULL)
@@ -391,7 +522,7 @@ zkl_sess_lease_watch_nodes(void)
 			w->answered = false;
 			w->limbo = false;
 			strcpy(w->path, n->path);
-			n->watched = true;
+			n->cover = COVER_NODE;
 			budget--;
 		}
 		pthread_mutex_unlock(&zkl_sess_sync_mu);
@@ -402,7 +533,7 @@ zkl_sess_lease_watch_nodes(void)
 		pthread_mutex_lock(&zkl_sess_sync_mu);
 		w->sending = false;
 		if (rc != ZOK && (n = session_lease_find_locked(w->path)) != NULL)
-			n->watched = false;
+			n->cover = COVER_NONE;
 		if (rc == ZMARSHALLINGERROR && !w->answered)
 		{
 			/* The library may hold it: its completion, or the close, frees it. */
@@ -609,7 +740,7 @@ session_lease_main(void *arg)
 			if (zkl_lease_stop)
 				break;
 		}
-		if (zkl_lease_nodes != NULL && zkl_lease_have_proof &&
+		if (session_lease_live_locked() && zkl_lease_have_proof &&
 			!zkl_sess_state_lost_locked())
 		{
 			int64_t		age = session_lease_age_locked();
@@ -835,7 +966,7 @@ zkl_session_adopt_node(const char *path)
 	bool		ok;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	ok = zkl_sess_lease_add_node_locked(path);
+	ok = zkl_sess_lease_add_node_locked(path, false);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (!ok)
 		ereport(ERROR,
@@ -867,6 +998,26 @@ zkl_session_release(const char *path)
 	zkl_sess_lease_forget_node_locked(path);
 	queued = zkl_sess_state_handle() != NULL &&
 		zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, path, NULL);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (queued)
+		zkl_sess_cleanup_issue();
+}
+
+/*
+ * Remove our child watch on path (the semaphore's waiter sets them),
+ * retried after a reconnect like a delete.  The removal takes every child
+ * watch of ours on path, the one covering our own nodes there too: they
+ * get data watches of their own.  Never blocks, never raises.
+ */
+void
+zkl_session_unwatch_children(const char *path)
+{
+	bool		queued;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_sess_lease_uncover_dir_locked(path);
+	queued = zkl_sess_state_handle() != NULL &&
+		zkl_sess_cleanup_queue_locked(ZKL_CLEAN_UNWATCH_CHILDREN, path, NULL);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (queued)
 		zkl_sess_cleanup_issue();

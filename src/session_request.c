@@ -60,6 +60,8 @@ struct ZklOp
 	bool		done;			/* completion has run */
 	bool		abandoned;		/* main thread let go; completion frees */
 	bool		claimed;		/* create: the caller owns the new node */
+	bool		covers;			/* children: sent behind a create, with
+								 * the child watch covering our nodes */
 	int			rc;				/* ZooKeeper's code */
 	ZklStamp	sent;
 	ZklWatchMark mark;			/* watch: counts when it was sent */
@@ -173,6 +175,8 @@ session_free_op(ZklOp *op)
 static bool
 session_cleanup_unclaimed(ZklOp *op)
 {
+	if (op->kind == ZKL_OP_WATCH_CHILDREN && op->abandoned && op->rc == ZOK)
+		zkl_sess_lease_uncover_dir_locked(op->path);	/* removed with it */
 	if (op->kind == ZKL_OP_WATCH || op->kind == ZKL_OP_WATCH_CHILDREN)
 		return op->abandoned && op->rc == ZOK &&
 			zkl_sess_cleanup_queue_locked(op->kind == ZKL_OP_WATCH ?
@@ -250,18 +254,18 @@ session_finish(ZklOp *op, int rc)
 /*
  * A create's answer.  A lock node is registered at once, so that the
  * lease covers it and an abandoned create still gets deleted; its answer
- * is a write the quorum committed, so it renews the lease.  Then the node
- * gets our watch (see zkl_sess_lease_watch_nodes), after the main thread
- * was woken: the acquire does not wait for it.  A node that cannot be
- * registered (no memory) is answered as failed and its delete queued
- * here: nobody will hold it, and it would block everyone behind it.
+ * is a write the quorum committed, so it renews the lease.  The listing
+ * sent behind it (zkl_session_list_own) says what tells us of its
+ * deletion (see session_lease.c): no request of its own.  A node that
+ * cannot be registered (no memory) is answered as failed and its delete
+ * queued here: nobody will hold it, and it would block everyone behind
+ * it.
  */
 static void
 session_created(int rc, const char *value, const struct Stat *stat,
 				const void *data)
 {
 	ZklOp	   *op = (ZklOp *) data;
-	ZklOpKind	op_kind = op->kind; /* the op may be freed below */
 	bool		orphan = false;
 	bool		issue;
 
@@ -270,7 +274,7 @@ session_created(int rc, const char *value, const struct Stat *stat,
 	{
 		op->path = strdup(value);
 		op->czxid = stat->czxid;
-		if (op->path == NULL || !zkl_sess_lease_add_node_locked(op->path))
+		if (op->path == NULL || !zkl_sess_lease_add_node_locked(op->path, true))
 		{
 			/* If even the delete cannot be queued, it goes with the session. */
 			if (zkl_sess_cleanup_queue_locked(ZKL_CLEAN_DELETE, value, NULL))
@@ -287,14 +291,21 @@ session_created(int rc, const char *value, const struct Stat *stat,
 	if (issue)
 		zkl_sess_cleanup_issue();
 	zkl_sess_sync_kick();
-	if (rc == ZOK && op_kind == ZKL_OP_CREATE_NODE)
-		zkl_sess_lease_watch_nodes();
 }
 
 static void
 session_listed(int rc, const struct String_vector *strings, const void *data)
 {
 	ZklOp	   *op = (ZklOp *) data;
+
+	if (op->covers)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		zkl_sess_lease_listed_locked(op->path, rc == ZOK,
+									 rc == ZOK ? strings->data : NULL,
+									 rc == ZOK ? strings->count : 0);
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+	}
 
 	if (rc == ZOK && strings->count > 0)
 	{
@@ -653,6 +664,34 @@ ZklOp *
 zkl_session_children(const char *path)
 {
 	return session_list(path, false);
+}
+
+/*
+ * List a lock directory right behind the create of a node of ours in it,
+ * with the child watch that covers that node from then on (see
+ * session_lease.c): its deletion is heard of at no request of its own.
+ * A listing not sent covers nothing: the node gets a data watch.
+ */
+ZklOp *
+zkl_session_list_own(const char *path)
+{
+	ZklOp	   *op = session_new_op(ZKL_OP_CHILDREN);
+	int			rc;
+
+	op->covers = true;
+	if ((op->path = strdup(path)) == NULL)
+		rc = ZSYSTEMERROR;
+	else
+		rc = zoo_awget_children(zkl_sess_state_handle(), path,
+								zkl_sess_lease_dir_watcher, NULL,
+								session_listed, op);
+	if (rc != ZOK)
+	{
+		pthread_mutex_lock(&zkl_sess_sync_mu);
+		zkl_sess_lease_listed_locked(path, false, NULL, 0);
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+	}
+	return session_sent(op, rc, path);
 }
 
 /*

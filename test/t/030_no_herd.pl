@@ -1,11 +1,13 @@
 # Copyright (c) zklock contributors
 #
 # No herd effect: with 50 waiters on one lock, each waiter watches only its
-# predecessor (besides its own node, which every contender watches to hear
-# of its deletion by another client: so at most two sessions per watched
-# path, counted with the ensemble's wchs/wchp four-letter words), and each
-# release hands the lock to exactly one waiter, in FIFO order, and fires
-# exactly one watch of another session.
+# predecessor, besides its own node: every contender hears of its node's
+# deletion by another client, through the child watch of the listing sent
+# behind its create until another contender comes, then through a watch
+# on the node itself.  So at most two sessions per watched path and one
+# child watch on the directory, the last waiter's (counted with the
+# ensemble's wchs/wchp/mntr four-letter words).  Each release hands the
+# lock to exactly one waiter, in FIFO order, and wakes exactly one.
 
 use strict;
 use warnings;
@@ -40,18 +42,20 @@ for my $i (1 .. $WAITERS)
 }
 ok(poll_until(sub { count_waiting($node) == $WAITERS }, 30), "$WAITERS backends wait");
 
-# Every node carries its owner's watch; all but the last one the watch of
-# the waiter behind it too.
+# Every node but the last carries its owner's watch and the watch of the
+# waiter behind it; the last one is covered by its owner's child watch.
 my $by_path = $zk->watches_by_path;
 my @lock_paths = grep { m{^/zklock/herd/} } keys %$by_path;
-is(scalar(@lock_paths), $WAITERS + 1, 'every contender watches its own node');
+is(scalar(@lock_paths), $WAITERS, 'every node but the last is watched');
 is(scalar(grep { $by_path->{$_} == 2 } @lock_paths), $WAITERS,
 	'each waiter watches a different node besides its own');
 is(scalar(grep { $by_path->{$_} > 2 } @lock_paths), 0,
 	'no node is watched by more than one other session');
-ok(!exists $by_path->{'/zklock/herd'}, 'nobody watches the lock directory');
-is($zk->total_watches, 2 * $WAITERS + 1,
-	'one watch per waiter and one per node in the whole ensemble');
+ok(!exists $by_path->{'/zklock/herd'}, 'nobody has a data watch on the lock directory');
+is($zk->total_watches, 2 * $WAITERS,
+	'one watch per waiter and one per node but the last in the whole ensemble');
+is($zk->all_watches - $zk->total_watches, 1,
+	'and one child watch: the last waiter\'s, covering its own node');
 
 # Release one holder at a time: exactly the next waiter gets the lock.
 $holder->query_safe("SELECT zk_unlock('herd')");

@@ -51,8 +51,10 @@ sub dir_of
 sub leases { return zk_count($zk, dir_of($_[0]) . '/leases'); }
 sub queued { return zk_count($zk, dir_of($_[0]) . '/locks'); }
 
-# The watches of nodes' owners: every zklock contender watches its own node
-# (no Curator peer holds a node where this is used).
+# The watches of nodes' owners, where every node's owner watches it (no
+# Curator peer holds a node where this is used): once others came, or once
+# its child watch on the directory went (the owner's own release, a given-up
+# wait's removal).
 sub own_watches
 {
 	return scalar grep { m{/_c_} } split /\n/,
@@ -163,13 +165,14 @@ is( $h[1]->query_safe(
 		"SELECT string_agg(mode || ':' || holds, ',' ORDER BY position) FROM zk_semaphore_queue('g')"),
 	'lease:true,lease:false,mutex:false,queued:false',
 	'zk_semaphore_queue: the holder, a\'s waiting lease, a on the mutex, b queued');
+# Each contender's node is covered by the child watch of the listing sent
+# behind its create until another child comes, then by a watch of its own.
 ok( poll_until(
 		sub {
-			my $own = own_watches();
-			$zk->all_watches == 2 + $own && $zk->total_watches == 1 + $own;
+			$zk->total_watches == 3 && $zk->all_watches == 5;
 		},
 		10),
-	'two watches besides the owners\': a child watch on the leases, a data watch on a\'s mutex node')
+	'data watches: b\'s on a\'s mutex node, and their owners\' on it and on the holder\'s lease (others came); child watches: a\'s on the leases (its wait, covering its lease), b\'s on the locks (covering its node)')
   or diag explain $zk->watches_by_path;
 my $hpid = backend_pid($h[0]);
 ok( poll_until(
@@ -417,16 +420,16 @@ $_->[1]->quit for @runs;
 		push @pids, $pid;
 	}
 	my $dir = dir_of('herd');
-	# Every node carries its owner's watch besides.
+	# Owners cover their nodes besides (their own watch, or a child watch).
 	my $by_path = $zk->watches_by_path;
 	is(scalar(grep { m{^\Q$dir\E/locks/} && $by_path->{$_} == 2 } keys %$by_path),
 		$WAITERS - 1, 'all but one waiter each watch their mutex predecessor');
 	is(scalar(grep { $_ > 2 } values %$by_path), 0,
 		'no node is watched by more than one session besides its owner');
-	is($zk->all_watches - $zk->total_watches, 1,
-		'one child watch (the leases, by the mutex holder) in the ensemble');
-	is($zk->all_watches, $WAITERS + own_watches(),
-		'one watch per waiter in the whole ensemble, besides the owners\'');
+	is($zk->all_watches - $zk->total_watches, 2,
+		'two child watches: the leases, by the mutex holder (its wait, covering its lease), and the locks, by the last waiter (covering its node)');
+	is($zk->total_watches, 2 * ($WAITERS - 1) + 3,
+		'data watches: one per waiter but the first, on its predecessor, and the owners\' of the nodes others came after (the holders\' leases, every mutex node but the last)');
 
 	$hold[0]->query_safe("SELECT zk_semaphore_release('herd')");
 	my ($got, $woken, $fifo) = (0, 0, 0);

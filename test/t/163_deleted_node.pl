@@ -14,9 +14,13 @@
 #  4. One member of a set: it alone is lost, and a write commit is refused.
 #  5. Our own releases are no loss: a lock released and taken again stays
 #     held, and commits.
-#  6. The watch on our own node answered with an error (NoAuth, the node's
-#     read access taken away for a moment): the watch is set again, so a
+#  6. The watch on our own node (sent once another client's node came
+#     into the directory) answered with an error (NoAuth, the node's read
+#     access taken away for a moment): the watch is set again, so a
 #     deletion is still a lost lock within 2 s.
+#  7. A lost node left unreleased is no reason for the lease to run out:
+#     after three session timeouts the session is connected and another
+#     lock is held.
 
 use strict;
 use warnings;
@@ -157,42 +161,67 @@ $a->query_safe('\set VERBOSITY verbose');
 	is($out, 't', 'and is released without a warning');
 	is($a->{stderr}, '', 'no warning');
 }
-# --- 6. the watch on our own node answered with an error.  gdb holds the
-# threads that send the watch; another client takes read access
-# to the node away meanwhile, so that the server answers the watch with
-# NoAuth and sets none; then gives it back.  The session (a 6 s timeout,
-# so that its lease thread comes round every second) must set the watch
-# again.
+# --- 6. the watch on our own node answered with an error.  An uncontended
+# holder's node is covered by the child watch of its listing; another
+# client's node in the same directory fires it, and the holder then sends
+# a watch on its own node.  gdb holds the thread that sends it; another
+# client takes read access to the node away meanwhile, so that the server
+# answers the watch with NoAuth and sets none; then gives it back.  The
+# session (a 6 s timeout, so that its lease thread comes round every
+# second) must set the watch again.
 SKIP:
 {
 	my $s = session($east, set => { 'zklock.session_timeout' => '6000' }, warm => 1);
-	my $g = ZkGdb->attach(backend_pid($s), non_stop => 1);
-	skip $ZkGdb::why, 9 unless $g;
-	# (every thread that would send it: the create's completion on the IO
-	# thread, and the lease thread, which also sends a missing watch)
-	like($g->cmd('break zkl_sess_lease_watch_nodes') // '', qr/reakpoint 1 at/,
-		'gdb will hold the threads that send the next own-node watch');
-	# (the IO thread held, the listing's answer waits too: zk_lock returns
-	# once gdb lets go)
-	start_wait($s, "SELECT zk_lock('unwatched') > 0");
-	ok($g->wait_for(qr/hit Breakpoint 1(\.\d+)?, zkl_sess_lease_watch_nodes/, 30),
-		'the watch on the new node is about to be sent')
-	  or diag($g->output);
+	is($s->query_safe("SELECT zk_lock('unwatched') > 0"), 't', 'the lock is taken');
 	my ($child) = zk_children($zk, '/zklock/unwatched');
 	my $path = "/zklock/unwatched/$child";
+	my $g = ZkGdb->attach(backend_pid($s), non_stop => 1);
+	skip $ZkGdb::why, 10 unless $g;
+	like($g->cmd('break zkl_sess_lease_watch_nodes') // '', qr/reakpoint 1 at/,
+		'gdb will hold the thread that sends the next own-node watch');
+	is(zkq($hosts, 'create', '/zklock/unwatched/other'), 'created',
+		'another client makes a node in the same directory');
+	ok($g->wait_for(qr/hit Breakpoint 1(\.\d+)?, zkl_sess_lease_watch_nodes/, 30),
+		'the watch on the held node is about to be sent')
+	  or diag($g->output);
 	is(zkq($hosts, 'chmod', $path, 30), 'set', 'another client takes read access away');
+	like($g->cmd('break session_own_watched') // '', qr/reakpoint 2 at/,
+		'gdb will hold the answer to that watch');
+	$g->cmd('continue -a &');
+	ok($g->wait_for(qr/hit Breakpoint 2(\.\d+)?, session_own_watched/, 30),
+		'the watch is answered')
+	  or diag($g->output);
+	is(zkq($hosts, 'chmod', $path, 31), 'set', 'and read access is given back once it was refused');
 	$g->detach;
-	my ($out, $err) = finish_wait($s);
-	is($out, 't', 'the lock is taken');
-	is(zkq($hosts, 'chmod', $path, 31), 'set', 'and gives it back once the watch was refused');
 	ok(poll_until(sub { ($zk->watches_by_path->{$path} // 0) == 1 }, 10),
 		'the watch on the node is set again')
 	  or diag(explain $zk->watches_by_path);
 	is(zkq($hosts, 'delete', $path), 'deleted', 'another client deletes the node');
 	ok(poll_until(sub { lock_state($s, 'unwatched') eq 'lost' }, 2),
 		'the lock shows lost within 2 s');
-	($out) = $s->query("SELECT zk_unlock('unwatched')");
+	my ($out) = $s->query("SELECT zk_unlock('unwatched')");
 	is($out, 'f', 'zk_unlock says it was lost');
+	$s->{stderr} = '';
+	zkq($hosts, 'delete', '/zklock/unwatched/other');
+}
+
+# --- 7. a lost node left unreleased does not run the lease out: with no
+# other node there is nothing to prove, and the session lives.  A 3 s
+# session timeout: proofs every half second while a node lives.
+{
+	my $s = session($east, set => { 'zklock.session_timeout' => '3000' }, warm => 1);
+	$s->query_safe("SELECT zk_lock('left')");
+	is(zkq($hosts, 'delete', node_of($s, 'left')), 'deleted', 'another client deletes the node of a held lock');
+	ok(poll_until(sub { lock_state($s, 'left') eq 'lost' }, 2), 'it shows lost');
+	my $state = sub { my $o = $s->query_safe('SELECT state FROM zk_session()'); chomp $o; $o };
+	ok(!poll_until(sub { $state->() ne 'connected' }, 9),
+		'left unreleased for three session timeouts, the session stays connected, not lost')
+	  or diag('state: ' . $state->());
+	is($s->query_safe("SELECT zk_lock('right') > 0"), 't', 'another lock is taken');
+	is(lock_state($s, 'right'), 'held', 'and held');
+	is($s->query_safe("SELECT zk_unlock('right')"), 't', 'and released without a warning');
+	my ($out) = $s->query("SELECT zk_unlock('left')");
+	is($out, 'f', 'the lost one\'s zk_unlock says it was lost');
 	$s->{stderr} = '';
 }
 

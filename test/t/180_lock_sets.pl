@@ -2,11 +2,11 @@
 #
 # Several locks as one: zk_lock(text[]) and its forms.
 #  - a free set of 5 names in one round trip, counted through a proxy that
-#    holds every reply (so that a pipeline is one turn): when it returns,
-#    it has sent its one pipeline (5 creates, 5 listings) and nothing
-#    else but the watches on its own nodes, which follow in a turn of
-#    their own; its release in one; a set whose directories are missing
-#    in three pipelines, not one per name;
+#    holds every reply (so that a pipeline is one turn): it sends its one
+#    pipeline (5 creates, 5 listings) and nothing else, no watch on its
+#    own nodes either (the listings' child watches cover them); its
+#    release in one; a set whose directories are missing in three
+#    pipelines, not one per name;
 #  - a blocked set waits in one queue only: it holds the names before it
 #    in path order and has no node in any later queue;
 #  - timeout, cancel and terminate in the middle of a contended set leave
@@ -49,15 +49,15 @@ sub nodes_in
 	return $n;
 }
 
-# Requests of every kind but the reads that set our own nodes' watches
-# (get), the session's own (ping, auth, set_watches) and the close.
-sub requests_but_watches
+# Requests of every kind but the session's own (ping, auth, set_watches)
+# and the close.
+sub requests_all
 {
 	my ($proxy) = @_;
 	my $n = 0;
 	$n += $proxy->requests($_)
-	  for qw(create delete exists set get_acl set_acl list sync list2 check
-	  multi create2 remove_watches create_container);
+	  for qw(create delete exists get set get_acl set_acl list sync list2
+	  check multi create2 remove_watches create_container);
 	return $n;
 }
 
@@ -76,25 +76,21 @@ sub requests_but_watches
 	$proxy->mode('hold:300');
 	my $before = $proxy->turns;
 	my $gets = $proxy->requests('get');
-	my $sent = requests_but_watches($proxy);
+	my $sent = requests_all($proxy);
 	my ($creates, $lists) = ($proxy->requests('create2'), $proxy->requests('list'));
 	my $tokens = $s->query_safe(
 		"SELECT zk_lock(ARRAY['rt-4', 'rt-2', 'rt-5', 'rt-1', 'rt-3'])");
-	my ($turns, $after) = ($proxy->turns - $before, requests_but_watches($proxy) - $sent);
+	my ($turns, $after) = ($proxy->turns - $before, requests_all($proxy) - $sent);
 	like($tokens, qr/^\{\d+,\d+,\d+,\d+,\d+\}$/, 'a free set of 5 names: five tokens');
 	is( join(' ', $proxy->requests('create2') - $creates, $proxy->requests('list') - $lists, $after),
 		'5 5 10',
 		'a free set of 5 names: by its return it sent 5 creates and 5 listings, nothing else');
-	ok($turns >= 1 && $turns <= 2,
-		'a free set of 5 names: all of them in one turn (the watches\' being the only other)')
-	  or diag("turns $turns");
-	# The watches on its own nodes, sent once the creates were answered.
-	ok(poll_until(sub { $proxy->turns - $before == 2 && $proxy->requests('get') - $gets == 5 }, 10),
-		'then five watches on its own nodes, in one turn of their own');
+	is($turns, 1, 'a free set of 5 names: all of them in one turn');
 	is($s->query_safe('SELECT count(*) FROM zk_locks'), '5', 'all five are held');
 
-	# A barrier: once another acquire's replies came, the watches' had.
+	# A barrier: any request sent before it has been counted.
 	$s->query_safe("SELECT zk_lock('rt-warm'), zk_unlock('rt-warm')");
+	is($proxy->requests('get') - $gets, 0, 'no watch was sent on its own nodes');
 	$before = $proxy->turns;
 	is($s->query_safe("SELECT zk_unlock(ARRAY['rt-1', 'rt-2', 'rt-3', 'rt-4', 'rt-5'])"),
 		't', 'the set is released');
@@ -102,18 +98,16 @@ sub requests_but_watches
 	is(nodes_in(map { "rt-$_" } 1 .. 5), 0, 'and the nodes are gone when it returns');
 
 	$before = $proxy->turns;
-	$sent = requests_but_watches($proxy);
+	$sent = requests_all($proxy);
 	my %kinds = map { $_ => $proxy->requests($_) } qw(create2 create_container list);
 	$s->query_safe("SELECT zk_lock(ARRAY['cold-1', 'cold-2', 'cold-3', 'cold-4', 'cold-5'])");
-	($turns, $after) = ($proxy->turns - $before, requests_but_watches($proxy) - $sent);
+	($turns, $after) = ($proxy->turns - $before, requests_all($proxy) - $sent);
 	is( join(' ', (map { $proxy->requests($_) - $kinds{$_} } qw(create2 create_container list)), $after),
 		'15 5 10 30',
 		'missing directories: by its return, three pipelines (5 creates and 5 listings; 5 directories and their parent, 5 times; the 10 again), nothing else');
-	ok($turns >= 3 && $turns <= 4, 'in three turns (the watches\' being the only other)')
-	  or diag("turns $turns");
-	ok(poll_until(sub { $proxy->turns - $before == 4 }, 10),
-		'then the watches, in a turn of their own');
+	is($turns, 3, 'in three turns') or diag("turns $turns");
 	$s->query_safe('SELECT zk_unlock_all()');
+	is($proxy->requests('get') - $gets, 0, 'and no watch on its own nodes');
 	$proxy->mode('pass');
 	quit_session($s);
 	$proxy->stop;

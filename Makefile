@@ -61,7 +61,8 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # MODULE_big, not MODULES: PGXS ignores SHLIB_LINK for MODULES.  The
 # multithreaded client sends heartbeats while the backend is busy.
 #
-# The client is Apache's 3.8.0 C client with OpenSSL and the patches in
+# The client is Apache's 3.8.0 C client with OpenSSL, Cyrus SASL
+# (libsasl2, linked dynamically as OpenSSL is) and the patches in
 # test/zkc/ (Debian's libzookeeper_mt has no TLS), built by
 # test/build_zkc.sh into $(ZKLOCK_ZKC): in a release from the source in
 # zookeeper/ into zkc-build/zkc (the first make does it); in a clone,
@@ -86,8 +87,8 @@ endif
 ZKLOCK_HARDEN_LDFLAGS := $(shell DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
 	dpkg-buildflags --get LDFLAGS 2>/dev/null || echo "-Wl,-z,relro -Wl,-z,now")
 SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
-	-lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
-PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H \
+	-lsasl2 -lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
+PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H -DHAVE_CYRUS_SASL_H \
 	-DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.
 override with_llvm = no
@@ -261,8 +262,8 @@ ZKC_TEST_FLAGS_multi_mutex = \
 test/zkc/test_%: test/zkc/test_%.c test/zkc/zkc_test.h test/unit/tap.h \
 		$(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h $(ZKLOCK_ZKC)/lib/libzookeeper.a
 	$(CC) -Wall -Wextra -Werror -O1 -g $(ZKC_TEST_FLAGS_$*) -DTHREADED -DHAVE_OPENSSL_H \
-		-I$(ZKLOCK_ZKC)/include -o $@ $< $(ZKLOCK_ZKC)/lib/libzookeeper.a \
-		$(ZKLOCK_ZKC)/lib/libhashtable.a -lssl -lcrypto -lpthread
+		-DHAVE_CYRUS_SASL_H -I$(ZKLOCK_ZKC)/include -o $@ $< $(ZKLOCK_ZKC)/lib/libzookeeper.a \
+		$(ZKLOCK_ZKC)/lib/libhashtable.a -lsasl2 -lssl -lcrypto -lpthread
 
 test: deps
 	@sh test/deps.sh deb test

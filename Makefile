@@ -47,7 +47,7 @@ EXTVERSION := $(shell sed -n "s/^default_version = '\([^']*\)'.*/\1/p" \
 MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/engine_set.o src/queue.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
 	src/session_cleanup.o src/session_clock.o src/session_lease.o src/session_log.o \
-	src/session_request.o src/session_state.o src/session_sync.o src/session_tls.o \
+	src/session_request.o src/session_sasl.o src/session_state.o src/session_sync.o src/session_tls.o \
 	src/session_wait.o src/sql_advisory.o src/sql_api.o src/sql_stats.o src/tls_shared.o src/zklock.o
 
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql zklock--1.1--1.2.sql zklock--1.2--1.3.sql

@@ -41,6 +41,7 @@
 #include "guc.h"
 #include "hosts.h"
 #include "session_int.h"
+#include "session_sasl.h"
 #include "session_tls.h"
 #include "stats.h"
 
@@ -547,7 +548,11 @@ session_start_handle(const char *hosts, int *init_errno)
 	errno = 0;
 	if (zkl_ssl)
 		zh = zkl_sess_tls_init(hosts, session_watcher, zkl_session_timeout,
-						  zkl_sess_log_callback);
+							   zkl_sess_log_callback, zkl_sess_sasl_params());
+	else if (zkl_sess_sasl_params() != NULL)
+		zh = zookeeper_init_sasl(hosts, session_watcher, zkl_session_timeout,
+								 NULL, NULL, 0, zkl_sess_log_callback,
+								 zkl_sess_sasl_params());
 	else
 		zh = zookeeper_init2(hosts, session_watcher, zkl_session_timeout,
 							 NULL, NULL, 0, zkl_sess_log_callback);
@@ -647,6 +652,8 @@ session_open(void)
 	zhandle_t  *zh;
 	bool		connected;
 	bool		auth_failed;
+	bool		sasl_failed = false;
+	char		sasl_why[600];
 	int			init_errno;
 	char	   *hosts;
 	int			closed;
@@ -672,6 +679,7 @@ session_open(void)
 				 errmsg("could not generate random lock node id")));
 	zkl_sess_request_set_identity();
 	zkl_sess_tls_prepare();
+	zkl_sess_sasl_prepare();
 	hosts = session_resolve();
 	t_resolved = GetCurrentTimestamp();
 	zkl_open_servers = zkl_hosts_count(hosts);
@@ -812,7 +820,11 @@ session_open(void)
 			session_log_open(zh, t_begin, t_resolved, t_started);
 		return;
 	}
+	if (auth_failed)
+		sasl_failed = zkl_sess_sasl_failure(zh, sasl_why, sizeof(sasl_why));
 	session_close();
+	if (sasl_failed)
+		zkl_sess_sasl_raise_failed(sasl_why);
 	if (closed >= zkl_open_servers)
 	{
 		zkl_sess_tls_explain_closed(deadline);

@@ -38,6 +38,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "session_int.h"
+#include "session_sasl.h"
 #include "session_tls.h"
 #include "stats.h"
 
@@ -890,6 +891,9 @@ session_raise_rc(ZklOpKind kind, int rc, const char *path)
 {
 	const char *failed = zkl_req_messages[kind].failed;
 	int			code;
+
+	if (rc == ZSESSIONCLOSEDREQUIRESASLAUTH)
+		zkl_sess_sasl_raise_required(failed, path);
 
 	switch (zkl_sess_state_rc(rc))
 	{

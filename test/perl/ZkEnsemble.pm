@@ -106,6 +106,13 @@ required, ZooKeeper's x509 authentication provider) on the port that
 connect_string and port name; four-letter words then go over TLS with
 client_cert and client_key (IO::Socket::SSL).
 
+sasl (hashref: users, a hashref of user name => password; enforce,
+default 1): the servers authenticate clients with SASL DIGEST-MD5 (a JAAS
+file of their own with a Server section of DigestLoginModule and those
+users, ZooKeeper's SASL authentication provider); with enforce, they admit
+no session that has not authenticated with SASL (enforce.auth.enabled,
+enforce.auth.schemes=sasl).
+
 server_line: '3.8' or '3.9' (default: $ENV{ZKLOCK_ZK_SERVER}, else '3.8').
 
 address: a code ref giving server $i's address (default 127.0.0.1 for
@@ -142,6 +149,7 @@ sub new
 		extra_conf    => { %{ $args{extra_conf} // {} } },
 		jvm_opts      => $args{jvm_opts} // '',
 		tls           => $args{tls},
+		sasl          => $args{sasl},
 		address       => $args{address},
 		spawn_hook    => $args{spawn_hook},
 		start_timeout => $args{start_timeout} // 60,
@@ -152,6 +160,7 @@ sub new
 	}, $class;
 
 	$self->_allocate_ports;
+	$self->_write_jaas if $self->{sasl};
 	$self->_write_config($_) for 1 .. $n;
 
 	push @ensembles, $self;
@@ -889,6 +898,17 @@ sub _write_config
 		$conf{clientPortAddress} = $self->_addr($i);
 	}
 	my @jvm_props;
+	if (my $sasl = $self->{sasl})
+	{
+		$conf{'authProvider.sasl'} =
+		  'org.apache.zookeeper.server.auth.SASLAuthenticationProvider';
+		if ($sasl->{enforce} // 1)
+		{
+			$conf{'enforce.auth.enabled'} = 'true';
+			$conf{'enforce.auth.schemes'} = 'sasl';
+		}
+		push @jvm_props, "-Djava.security.auth.login.config=$self->{jaas}";
+	}
 	while (my ($k, $v) = each %{ $self->{extra_conf} })
 	{
 		if ($JVM_PROPERTY_KEYS{$k}) { push @jvm_props, "-D$k=$v" }
@@ -930,6 +950,21 @@ sub _write_config
 		'-cp', $self->{classpath} . ($self->{tls} ? ':/usr/share/java/netty-codec.jar' : ''),
 		$self->{n} == 1 ? $MAIN_STANDALONE : $MAIN_QUORUM,
 		$s->{cfg} ];
+	return;
+}
+
+# The servers' JAAS file (the sasl option): a Server section whose
+# DigestLoginModule knows the users, for DIGEST-MD5.
+sub _write_jaas
+{
+	my ($self) = @_;
+	my $users = $self->{sasl}{users} // {};
+	$self->{jaas} = File::Spec->catfile($self->{basedir}, 'jaas.conf');
+	open my $fh, '>', $self->{jaas} or croak "could not write $self->{jaas}: $!";
+	print $fh "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n";
+	print $fh join("\n", map { "  user_$_=\"$users->{$_}\"" } sort keys %$users),
+	  ";\n};\n";
+	close $fh or croak "could not write $self->{jaas}: $!";
 	return;
 }
 

@@ -69,4 +69,105 @@ is($a->query_safe("SELECT zk_unlock('sasl-x')"), 't', 'released');
 is($n2->safe_psql('postgres', "SELECT zk_try_lock('sasl-x')"), 't',
 	'then the other cluster takes it');
 
+# How many SASL logins of user zklock the servers logged so far.
+sub logins
+{
+	my $n = 0;
+	for my $i (1 .. 3)
+	{
+		open my $fh, '<', $zk->log_file($i) or next;
+		$n += grep { /Successfully authenticated client: authenticationID=zklock;/ } <$fh>;
+		close $fh;
+	}
+	return $n;
+}
+cmp_ok(logins(), '>=', 2, 'the servers logged the SASL logins of both sessions');
+
+
+# A cluster whose credentials each case below sets, reloaded.
+my $bad = sasl_cluster('sasl3', 'zklock', 'wrong-password');
+
+# Run a lock call in a fresh backend of $bad: [SQLSTATE, message, detail,
+# seconds taken, the backend's thread count after].
+sub failing_call
+{
+	my $s = waiter($bad);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $t0 = time;
+	my ($out, $ret) = $s->query(
+		"\\set VERBOSITY verbose\nSELECT zk_lock('sasl-bad')");
+	my $took = time - $t0;
+	my $err = $s->{stderr};
+	my $threads = () = glob("/proc/$pid/task/*");
+	$s->quit;
+	return ($err, $took, $threads);
+}
+
+sub set_conf
+{
+	my (%kv) = @_;
+	$bad->safe_psql('postgres', "ALTER SYSTEM SET $_ = '$kv{$_}'") for sort keys %kv;
+	$bad->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	return;
+}
+
+my ($err, $took, $threads) = failing_call();
+note $err;
+like($err, qr/ERROR:  28000: SASL authentication with ZooKeeper at "\Q$hosts\E" failed/,
+	'a wrong password fails with 28000 naming SASL');
+like($err, qr/DETAIL:  Mechanism DIGEST-MD5 as user "zklock": server 127\.0\.0\.1:\d+/,
+	'the detail names the mechanism, the user and the server');
+cmp_ok($took, '<', 10, 'within zklock.connect_timeout');
+is($threads, 1, 'no thread of the session is left in the backend');
+
+set_conf('zklock.sasl_user' => 'nobody');
+($err, $took, $threads) = failing_call();
+like($err, qr/ERROR:  28000: SASL authentication with ZooKeeper .* failed\n.*DETAIL:  Mechanism DIGEST-MD5 as user "nobody": server 127\.0\.0\.1:\d+ ended the exchange/s,
+	'an unknown user fails with 28000 naming SASL, the mechanism and the server');
+cmp_ok($took, '<', 10, 'within zklock.connect_timeout');
+is($threads, 1, 'no thread left');
+
+# A server that demands SASL, from a backend that offers none: named as
+# such, in class 28, not "could not create ZooKeeper node" in 38000.
+set_conf('zklock.sasl_mechanism' => '');
+($err, $took, $threads) = failing_call();
+like($err, qr/ERROR:  28000: could not create ZooKeeper node .*\n.*DETAIL:  The ZooKeeper server closed the session because it requires SASL authentication, and zklock.sasl_mechanism is not set/s,
+	'a server that demands SASL: 28000 saying so');
+cmp_ok($took, '<', 10, 'at once');
+is($n1->safe_psql('postgres', "SELECT count(*) FROM zk_lock_queue('sasl-bad')"), '0',
+	'no node was left behind');
+
+# Settings: another mechanism is refused with a hint; a password file
+# others can read is refused as zklock.ssl_key_file is.
+my ($ret, $out, $stderr) = $bad->psql('postgres',
+	"\\set VERBOSITY verbose\nLOAD 'zklock';\nALTER SYSTEM SET zklock.sasl_mechanism = 'PLAIN'");
+like($stderr, qr/22023: invalid value for parameter "zklock.sasl_mechanism": "PLAIN"\n.*DETAIL:  zklock does not support the SASL mechanism "PLAIN".\n.*HINT:  Use DIGEST-MD5/s,
+	'another mechanism is refused (22023) with a hint');
+($ret, $out, $stderr) = $bad->psql('postgres',
+	"ALTER SYSTEM SET zklock.sasl_mechanism = 'digest-md5'; SELECT pg_reload_conf()");
+is($bad->safe_psql('postgres', "LOAD 'zklock'; SHOW zklock.sasl_mechanism"), 'DIGEST-MD5',
+	'a mechanism is taken in any case and shown as SASL names it');
+chmod 0644, $bad->data_dir . '/zk-sasl.pw';
+($err) = failing_call();
+like($err, qr/ERROR:  08001: ZooKeeper SASL password file ".*zk-sasl\.pw" has group or world access/,
+	'a password file readable by others is refused');
+chmod 0600, $bad->data_dir . '/zk-sasl.pw';
+
+# A held lock survives the restart of every server in turn: each
+# reconnect authenticates again, and the session stays the same.
+like($a->query_safe("SELECT zk_lock('sasl-held')"), qr/^\d+$/, 'a lock is held');
+my $before = logins();
+for my $i (1 .. 3)
+{
+	$zk->stop_server($i);
+	$zk->restart_server($i);
+	$zk->wait_for_quorum;
+}
+ok(poll_until(sub { (eval { $a->query_safe("SELECT zk_try_lock('sasl-other')") } // '') eq 't' }, 30),
+	'after the restarts the session authenticates again and works');
+is($n2->safe_psql('postgres', "SELECT zk_try_lock('sasl-held')"), 'f',
+	'the held lock is still held');
+cmp_ok(logins(), '>', $before, 'the reconnects logged in with SASL again');
+is($a->query_safe("SELECT zk_unlock('sasl-held')"), 't', 'and released by its holder');
+
 done_testing();

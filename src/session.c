@@ -815,6 +815,18 @@ session_open(void)
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (connected)
 	{
+		PG_TRY();
+		{
+			zkl_sess_sasl_learn_identity(zh,
+										 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																	 zkl_connect_timeout));
+		}
+		PG_CATCH();
+		{
+			session_close();
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		zkl_sess_tls_share();
 		if (zkl_log_sessions)
 			session_log_open(zh, t_begin, t_resolved, t_started);

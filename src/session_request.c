@@ -370,7 +370,8 @@ session_got_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
 		if (!(e->perms & (ZOO_PERM_DELETE | ZOO_PERM_ADMIN)) ||
 			(strcmp(e->id.scheme, "digest") == 0 &&
 			 strcmp(e->id.id, own) == 0) ||
-			zkl_sess_tls_is_own_id(e->id.scheme, e->id.id))
+			zkl_sess_tls_is_own_id(e->id.scheme, e->id.id) ||
+			zkl_sess_sasl_is_own_id(e->id.scheme, e->id.id))
 			continue;
 		len = strlen(e->id.scheme) + strlen(e->id.id) + 32;
 		if ((op->acl_problem = malloc(len)) != NULL)
@@ -479,7 +480,8 @@ session_acl(void)
 	static struct ACL entries[2];
 	static struct ACL_vector own = {2, entries};
 
-	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity())
+	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity() &&
+		!zkl_sess_sasl_has_identity())
 		return &ZOO_OPEN_ACL_UNSAFE;
 
 	/* This identity may do anything, everyone may read. */
@@ -705,7 +707,8 @@ zkl_session_get_acl(const char *path)
 {
 	ZklOp	   *op;
 
-	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity())
+	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity() &&
+		!zkl_sess_sasl_has_identity())
 		return NULL;
 	op = session_new_op(ZKL_OP_ACL);
 	return session_sent(op,
@@ -916,6 +919,8 @@ session_raise_rc(ZklOpKind kind, int rc, const char *path)
 					 errdetail_internal("%s", zerror(rc)),
 					 zkl_sess_tls_has_identity() ?
 					 errhint("The node belongs to another ZooKeeper identity: check the certificate in zklock.ssl_cert_file and zklock.root.") :
+					 zkl_sess_sasl_has_identity() ?
+					 errhint("The node belongs to another ZooKeeper identity: check zklock.sasl_user (or zklock.sasl_principal) and zklock.root.") :
 					 errhint("The node belongs to another ZooKeeper identity: check zklock.auth and zklock.root.")));
 			break;
 		default:

@@ -82,6 +82,16 @@ typedef struct ZklSaslSession
 static ZklSaslSession *sasl_session = NULL;
 static bool sasl_started = false;
 
+/*
+ * The sasl id the server assigns this session (its answer to whoAmI), as
+ * its ACLs carry it; "" without SASL.  Written once per session open,
+ * before the session's first request, by the whoAmI completion (I/O
+ * thread, under mu) or the main thread; read by any thread after.
+ */
+static char sasl_own_id[512];
+static bool sasl_whoami_answered = false;	/* under mu */
+static int	sasl_whoami_rc = ZOK;	/* under mu */
+
 /* Cyrus SASL's mutexes: plain pthread mutexes.  Any thread. */
 static void *
 session_sasl_mutex_alloc(void)
@@ -343,6 +353,7 @@ zkl_sess_sasl_prepare(void)
 
 	session_sasl_free(sasl_session);
 	sasl_session = NULL;
+	sasl_own_id[0] = '\0';
 	if (!zkl_sess_sasl_enabled())
 		return;
 	if (strcmp(zkl_sasl_mechanism, "GSSAPI") == 0)
@@ -402,6 +413,85 @@ zkl_sess_sasl_failure(zhandle_t *zh, char *out, size_t cap)
 	if (sasl_session == NULL)
 		return false;
 	return zoo_sasl_failure(zh, out, cap) != 0;
+}
+
+/* The whoAmI answer; the I/O thread, plain C. */
+static void
+session_sasl_whoami_done(int rc, struct ClientInfo_vector *ids,
+						 const void *data)
+{
+	(void) data;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	sasl_whoami_rc = rc;
+	for (int i = 0; rc == ZOK && ids != NULL && i < ids->count; i++)
+		if (ids->data[i].authScheme != NULL && ids->data[i].user != NULL &&
+			strcmp(ids->data[i].authScheme, "sasl") == 0)
+		{
+			strlcpy(sasl_own_id, ids->data[i].user, sizeof(sasl_own_id));
+			break;
+		}
+	sasl_whoami_answered = true;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	zkl_sess_sync_kick();
+}
+
+static bool
+session_sasl_whoami_ready(void *arg)
+{
+	(void) arg;
+	return sasl_whoami_answered;
+}
+
+/*
+ * The session has connected, so it has authenticated: ask the server which
+ * sasl id it assigned (whoAmI, C client patch 0044), the id that the
+ * session's "auth" ACL entries name, so that the ACL checks of
+ * session_request.c know this session's own entries.  A server that does
+ * not answer it by the deadline, or refuses it (older than 3.7), leaves
+ * the id DIGEST-MD5 servers assign: the user name.  Main thread.
+ */
+void
+zkl_sess_sasl_learn_identity(zhandle_t *zh, TimestampTz deadline)
+{
+	int			rc;
+	bool		answered;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	sasl_own_id[0] = '\0';
+	sasl_whoami_answered = false;
+	sasl_whoami_rc = ZOK;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (sasl_session == NULL)
+		return;
+	rc = zoo_awhoami(zh, session_sasl_whoami_done, NULL);
+	answered = rc == ZOK &&
+		zkl_sess_wait_for(session_sasl_whoami_ready, NULL, deadline);
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (rc == ZOK)
+		rc = answered ? sasl_whoami_rc : ZOPERATIONTIMEOUT;
+	if (sasl_own_id[0] == '\0')
+		strlcpy(sasl_own_id, sasl_session->user, sizeof(sasl_own_id));
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (rc != ZOK)
+		ereport(LOG,
+				(errmsg("ZooKeeper did not say which SASL identity it assigned this session, assuming \"%s\"",
+						sasl_own_id),
+				 errdetail_internal("whoAmI: %s", zerror(rc))));
+}
+
+/* Whether this session has a SASL identity (ACL scheme sasl). */
+bool
+zkl_sess_sasl_has_identity(void)
+{
+	return sasl_own_id[0] != '\0';
+}
+
+/* Whether an ACL entry's id is this session's SASL identity; any thread. */
+bool
+zkl_sess_sasl_is_own_id(const char *scheme, const char *id)
+{
+	return sasl_own_id[0] != '\0' && strcmp(scheme, "sasl") == 0 &&
+		strcmp(id, sasl_own_id) == 0;
 }
 
 /* Raise the error for a SASL exchange that failed (why, from above). */

@@ -13,10 +13,15 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "utils/timestamp.h"
+
 extern bool zkl_sess_sasl_enabled(void);
 extern void zkl_sess_sasl_prepare(void);
 extern zoo_sasl_params_t *zkl_sess_sasl_params(void);
 extern bool zkl_sess_sasl_failure(zhandle_t *zh, char *out, size_t cap);
+extern void zkl_sess_sasl_learn_identity(zhandle_t *zh, TimestampTz deadline);
+extern bool zkl_sess_sasl_has_identity(void);
+extern bool zkl_sess_sasl_is_own_id(const char *scheme, const char *id);
 pg_noreturn extern void zkl_sess_sasl_raise_failed(const char *why);
 pg_noreturn extern void zkl_sess_sasl_raise_required(const char *failed,
 													 const char *path);

@@ -19,6 +19,8 @@ use lib "$FindBin::Bin/../perl";
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use File::Copy qw(copy);
+use ZkCerts;
 use ZkEnsemble;
 use ZklockTest;
 
@@ -82,6 +84,27 @@ sub logins
 	return $n;
 }
 cmp_ok(logins(), '>=', 2, 'the servers logged the SASL logins of both sessions');
+
+# sasl ACLs: the nodes and directories carry the sasl identity the server
+# assigned (whoAmI), and everyone may read; another SASL user may neither
+# delete a held node nor lock in zklock's directory (42501).
+like($a->query_safe("SELECT zk_lock('sasl-acl')"), qr/^\d+$/, 'a lock for the ACL checks');
+my $node_path = $a->query_safe("SELECT node FROM zk_locks WHERE name = 'sasl-acl'");
+is(zkq({ sasl => "zklock:$users{zklock}" }, $hosts, 'acl', $node_path),
+	"sasl:zklock 31\nworld:anyone 1", 'the lock node: sasl:zklock all, everyone read');
+is(zkq({ sasl => "zklock:$users{zklock}" }, $hosts, 'acl', '/zklock/sasl-acl'),
+	"sasl:zklock 31\nworld:anyone 1", 'its directory likewise');
+is(zkq({ sasl => "other:$users{other}" }, $hosts, 'delete', $node_path), 'NoAuthError',
+	'another SASL identity cannot delete the held node');
+my $o = sasl_cluster('saslother', 'other', $users{other});
+my ($orc, $oout, $oerr) = $o->psql('postgres',
+	"\\set VERBOSITY verbose\nSELECT zk_try_lock('sasl-acl')");
+like($oerr, qr/ERROR:  42501: permission denied to create ZooKeeper node "\/zklock\/sasl-acl\/.*\n.*HINT:  The node belongs to another ZooKeeper identity: check zklock.sasl_user/s,
+	'another SASL identity gets 42501 in zklock\'s directory');
+$o->stop;
+unlike(slurp_file($n1->logfile), qr/did not say which SASL identity/,
+	'the server answered whoAmI (no identity was assumed)');
+is($a->query_safe("SELECT zk_unlock('sasl-acl')"), 't', 'released');
 
 
 # A cluster whose credentials each case below sets, reloaded.
@@ -169,5 +192,38 @@ is($n2->safe_psql('postgres', "SELECT zk_try_lock('sasl-held')"), 'f',
 	'the held lock is still held');
 cmp_ok(logins(), '>', $before, 'the reconnects logged in with SASL again');
 is($a->query_safe("SELECT zk_unlock('sasl-held')"), 't', 'and released by its holder');
+
+# SASL over TLS: the certificate secures the wire, SASL names the user
+# (both at once: the public init calls of the client take one or the
+# other; C client patch 0042).
+my $certs = ZkCerts->new(dir => "$PostgreSQL::Test::Utils::tmp_check/certs");
+my $ca = $certs->file('ca.pem');
+my $c = $certs->client('a');
+my $tzk = ZkEnsemble->new(
+	servers => 1,
+	sasl    => { users => \%users },
+	tls     => {
+		keystore    => $certs->file('server.pem'),
+		truststore  => $ca,
+		client_cert => $c->{cert},
+		client_key  => $c->{key} });
+$hosts = $tzk->connect_string;
+my $tn = sasl_cluster('sasltls', 'zklock', $users{zklock},
+	"zklock.ssl = on", "zklock.ssl_ca_file = '$ca'",
+	"zklock.ssl_cert_file = 'zk-client.crt'", "zklock.ssl_key_file = 'zk-client.key'");
+copy($c->{cert}, $tn->data_dir . '/zk-client.crt') or die $!;
+copy($c->{key}, $tn->data_dir . '/zk-client.key') or die $!;
+chmod 0600, $tn->data_dir . '/zk-client.key';
+like($tn->safe_psql('postgres', "SELECT zk_lock('sasl-tls')"), qr/^\d+$/,
+	'a lock is taken over TLS with SASL');
+my $tlog = do { local $/; open my $fh, '<', $tzk->log_file(1) or die $!; <$fh> };
+like($tlog, qr/Successfully authenticated client: authenticationID=zklock;/,
+	'the server logged the SASL login over TLS');
+$tn->append_conf('postgresql.conf', "zklock.sasl_password_file = 'wrong.pw'\n");
+password_file($tn, 'wrong.pw', 'not-it');
+$tn->reload;
+my ($r2, $o2, $e2) = $tn->psql('postgres', "SELECT zk_lock('sasl-tls')");
+like($e2, qr/SASL authentication with ZooKeeper .* failed\n.*Mechanism DIGEST-MD5 as user "zklock": server 127\.0\.0\.1:\d+ ended the exchange/s,
+	'over TLS a wrong password is named as a SASL failure');
 
 done_testing();

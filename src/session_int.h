@@ -21,6 +21,10 @@
  *						start with zookeeper_init_ssl, the certificate
  *						identity, the TLS error of a connection that never
  *						completes
+ *	 session_sasl.c		SASL (session_sasl.h): the settings and the password
+ *						file read, Cyrus SASL started, the callbacks and
+ *						parameters of the handle's SASL login, the sasl
+ *						identity (whoAmI), the errors of a refused login
  *	 session_state.c	the handle and what the library says of it: state,
  *						negotiated timeout, session id, loss, the requests
  *						under way, the meaning of its result codes

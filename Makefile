@@ -62,7 +62,8 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # multithreaded client sends heartbeats while the backend is busy.
 #
 # The client is Apache's 3.8.0 C client with OpenSSL, Cyrus SASL
-# (libsasl2, linked dynamically as OpenSSL is) and the patches in
+# (libsasl2, linked dynamically as OpenSSL is; zklock itself links MIT's
+# GSS-API and krb5 for its Kerberos credentials) and the patches in
 # test/zkc/ (Debian's libzookeeper_mt has no TLS), built by
 # test/build_zkc.sh into $(ZKLOCK_ZKC): in a release from the source in
 # zookeeper/ into zkc-build/zkc (the first make does it); in a clone,
@@ -87,7 +88,7 @@ endif
 ZKLOCK_HARDEN_LDFLAGS := $(shell DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
 	dpkg-buildflags --get LDFLAGS 2>/dev/null || echo "-Wl,-z,relro -Wl,-z,now")
 SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
-	-lsasl2 -lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
+	-lsasl2 -lgssapi_krb5 -lkrb5 -lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
 PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H -DHAVE_CYRUS_SASL_H \
 	-DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.

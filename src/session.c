@@ -691,6 +691,7 @@ session_open(void)
 	PG_TRY();
 	{
 		zkl_sess_tls_servers(hosts);
+		zkl_sess_sasl_servers(hosts);
 		zkl_sess_sync_acquire_fds(ZKL_LIBRARY_FDS);
 	}
 	PG_CATCH();

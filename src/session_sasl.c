@@ -26,13 +26,27 @@
  * The server name of the exchange (zoo_sasl_params_t's host): for
  * DIGEST-MD5, ZooKeeper's servers call themselves zk-sasl-md5 (their
  * digest-uri is zookeeper/zk-sasl-md5) whatever host they run on; for
- * GSSAPI it is the host part of the servers' principal.  zklock.sasl_host
- * overrides both.
+ * GSSAPI it is the host part of the servers' principal, each server's host
+ * as written in zklock.hosts (named per connection by the prepare callback,
+ * C client patch 0045), never an address looked up in reverse.
+ * zklock.sasl_host overrides both.
  *
- * Threads: session_sasl_user and session_sasl_secret run on the I/O thread;
- * they read sasl_session, which the main thread writes before the handle
- * starts and frees only after it closed (zkl_sess_sasl_prepare of the next
- * session, or the exit).
+ * GSSAPI's credentials come from zklock.sasl_keytab alone, for
+ * zklock.sasl_principal, into a memory cache of the session's own: never
+ * the process's default cache, which KRB5CCNAME (or, on PostgreSQL 16 and
+ * later, a client's delegated credentials) may fill with someone else's
+ * tickets.  They are got when the session opens (the KDC asked on the main
+ * thread), handed to each exchange with SASL_GSS_CREDS, and renewed from
+ * the keytab before an exchange when less than ZKL_SASL_TICKET_MARGIN
+ * remains.  GSS's texts name neither Kerberos nor GSSAPI; the messages
+ * here do.
+ *
+ * Threads: session_sasl_user, session_sasl_secret and
+ * session_sasl_prepare_conn run on the I/O thread; they read sasl_session,
+ * which the main thread writes before the handle starts and frees only
+ * after it closed (zkl_sess_sasl_prepare of the next session), and only
+ * session_sasl_prepare_conn changes it (the credentials and their cache)
+ * while the handle runs.
  *
  *-------------------------------------------------------------------------
  */
@@ -46,11 +60,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <gssapi/gssapi.h>
+#include <gssapi/gssapi_ext.h>
+#include <gssapi/gssapi_krb5.h>
+#include <krb5/krb5.h>
 #include <sasl/sasl.h>
 
 #include "miscadmin.h"
 
 #include "guc.h"
+#include "hosts.h"
 #include "session_int.h"
 #include "session_sasl.h"
 
@@ -64,23 +87,45 @@
  */
 #define ZKL_SASL_PROC(f) ((int (*) (void)) (void (*) (void)) (f))
 
+/*
+ * GSSAPI: credentials with less time left than this are renewed from the
+ * keytab before an exchange, so that a reconnect of a long-lived backend
+ * never offers an expired ticket (MIT does not renew them by itself when
+ * they are given to Cyrus explicitly).
+ */
+#define ZKL_SASL_TICKET_MARGIN 60
+
 /* The DIGEST-MD5 server name of every ZooKeeper server. */
 #define ZKL_SASL_DIGEST_HOST "zk-sasl-md5"
+
+/* A server of the connect string, as GSSAPI names it. */
+typedef struct ZklSaslServer
+{
+	struct sockaddr_storage addr;	/* where the library connects */
+	char		host[256];		/* as written in zklock.hosts */
+} ZklSaslServer;
 
 /* One session's SASL parameters; malloc'd, see the threads above. */
 typedef struct ZklSaslSession
 {
 	char	   *mechanism;
 	char	   *service;
-	char	   *host;			/* NULL: the library's choice */
-	char	   *user;
+	char	   *host;			/* NULL: each server's own (GSSAPI) */
+	char	   *user;			/* DIGEST-MD5's user, GSSAPI's principal */
 	sasl_secret_t *secret;		/* the password, NULL without one */
+	gss_cred_id_t cred;			/* GSSAPI: from the keytab */
+	char		ccache[64];		/* GSSAPI: the credentials' MEMORY cache */
+	char	   *keytab;			/* GSSAPI: the keytab's path */
+	int			nservers;
+	ZklSaslServer *servers;
 	sasl_callback_t callbacks[4];
 	zoo_sasl_params_t params;
 } ZklSaslSession;
 
 static ZklSaslSession *sasl_session = NULL;
 static bool sasl_started = false;
+
+static void session_sasl_drop_ccache(ZklSaslSession *s);
 
 /*
  * The sasl id the server assigns this session (its answer to whoAmI), as
@@ -167,6 +212,15 @@ session_sasl_free(ZklSaslSession *s)
 		explicit_bzero(s->secret->data, s->secret->len);
 		free(s->secret);
 	}
+	if (s->cred != GSS_C_NO_CREDENTIAL)
+	{
+		OM_uint32	minor;
+
+		gss_release_cred(&minor, &s->cred);
+	}
+	session_sasl_drop_ccache(s);
+	free(s->keytab);
+	free(s->servers);
 	free(s->mechanism);
 	free(s->service);
 	free(s->host);
@@ -334,6 +388,315 @@ session_sasl_read_password(void)
 	return secret;
 }
 
+/* GSS's own words for a major and minor status, into out. */
+static void
+session_sasl_gss_text(OM_uint32 major, OM_uint32 minor, char *out, size_t cap)
+{
+	size_t		used = 0;
+	struct
+	{
+		OM_uint32	code;
+		int			type;
+	}			parts[2] = {{major, GSS_C_GSS_CODE}, {minor, GSS_C_MECH_CODE}};
+
+	out[0] = '\0';
+	for (int i = 0; i < 2; i++)
+	{
+		OM_uint32	ctx = 0;
+
+		if (parts[i].code == 0)
+			continue;
+		do
+		{
+			OM_uint32	st;
+			OM_uint32	lmin;
+			gss_buffer_desc msg = GSS_C_EMPTY_BUFFER;
+
+			st = gss_display_status(&lmin, parts[i].code, parts[i].type,
+									GSS_C_NO_OID, &ctx, &msg);
+			if (GSS_ERROR(st))
+				break;
+			if (used + 3 < cap)
+				used += snprintf(out + used, cap - used, "%s%.*s",
+								 used ? ": " : "", (int) msg.length,
+								 (char *) msg.value);
+			gss_release_buffer(&lmin, &msg);
+		} while (ctx != 0);
+	}
+}
+
+/*
+ * The keytab's ownership and mode, as for the password file; a missing
+ * keytab is named.
+ */
+static char *
+session_sasl_keytab_path(void)
+{
+	const char *value = zkl_sasl_keytab;
+	char	   *path;
+	struct stat st;
+
+	session_sasl_require("zklock.sasl_keytab", value);
+	path = is_absolute_path(value) ? pstrdup(value) :
+		psprintf("%s/%s", DataDir, value);
+	if (stat(path, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not access ZooKeeper Kerberos keytab \"%s\": %m",
+						path),
+				 errdetail("The file is zklock.sasl_keytab.")));
+	if (!S_ISREG(st.st_mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("ZooKeeper Kerberos keytab \"%s\" is not a regular file",
+						path)));
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+		(st.st_uid == geteuid() && (st.st_mode & (S_IRWXG | S_IRWXO))) ||
+		(st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IXGRP | S_IRWXO))))
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("ZooKeeper Kerberos keytab \"%s\" has group or world access, or another owner",
+						path),
+				 errdetail("File must be owned by the database user with permissions u=rw (0600) or less, or by root with permissions u=rw,g=r (0640) or less.")));
+	return path;
+}
+
+/* Destroy a session's memory cache of credentials, if any; plain C. */
+static void
+session_sasl_drop_ccache(ZklSaslSession *s)
+{
+	krb5_context kc;
+	krb5_ccache cc;
+
+	if (s->ccache[0] == '\0')
+		return;
+	if (krb5_init_context(&kc) == 0)
+	{
+		if (krb5_cc_resolve(kc, s->ccache, &cc) == 0)
+			krb5_cc_destroy(kc, cc);
+		krb5_free_context(kc);
+	}
+	s->ccache[0] = '\0';
+}
+
+/*
+ * GSSAPI: credentials of the session's principal from its keytab alone,
+ * in a new memory cache of the session's own, never the process's default
+ * cache (KRB5CCNAME may hold anyone's tickets: a client's delegated
+ * credentials, on PostgreSQL 16 and later).  MIT gets the initial ticket
+ * from the KDC here.  They replace the session's credentials and cache.
+ * Plain C: the main thread at open, the I/O thread before an exchange
+ * whose ticket ran out (session_sasl_prepare_conn).
+ */
+static OM_uint32
+session_sasl_acquire(ZklSaslSession *s, OM_uint32 *minor)
+{
+	static unsigned int counter = 0;
+	gss_buffer_desc name_buf;
+	gss_name_t	name = GSS_C_NO_NAME;
+	gss_key_value_element_desc elements[2];
+	gss_key_value_set_desc store;
+	gss_OID_set_desc mechs;
+	gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
+	char		ccache[sizeof(s->ccache)];
+	OM_uint32	major;
+	OM_uint32	lmin;
+
+	snprintf(ccache, sizeof(ccache), "MEMORY:zklock-%d-%u", (int) getpid(),
+			 ++counter);
+	name_buf.value = s->user;
+	name_buf.length = strlen(s->user);
+	major = gss_import_name(minor, &name_buf, GSS_KRB5_NT_PRINCIPAL_NAME,
+							&name);
+	if (!GSS_ERROR(major))
+	{
+		elements[0].key = "client_keytab";
+		elements[0].value = s->keytab;
+		elements[1].key = "ccache";
+		elements[1].value = ccache;
+		store.count = 2;
+		store.elements = elements;
+		mechs.count = 1;
+		mechs.elements = (gss_OID) gss_mech_krb5;
+		major = gss_acquire_cred_from(minor, name, GSS_C_INDEFINITE, &mechs,
+									  GSS_C_INITIATE, &store, &cred,
+									  NULL, NULL);
+		gss_release_name(&lmin, &name);
+	}
+	if (GSS_ERROR(major))
+	{
+		krb5_context kc;
+		krb5_ccache cc;
+
+		if (krb5_init_context(&kc) == 0)
+		{
+			if (krb5_cc_resolve(kc, ccache, &cc) == 0)
+				krb5_cc_destroy(kc, cc);
+			krb5_free_context(kc);
+		}
+		return major;
+	}
+	if (s->cred != GSS_C_NO_CREDENTIAL)
+		gss_release_cred(&lmin, &s->cred);
+	session_sasl_drop_ccache(s);
+	s->cred = cred;
+	strlcpy(s->ccache, ccache, sizeof(s->ccache));
+	return major;
+}
+
+/* The session's first credentials, or raise naming Kerberos and GSSAPI. */
+static void
+session_sasl_gss_creds(ZklSaslSession *s)
+{
+	OM_uint32	major;
+	OM_uint32	minor = 0;
+	char		why[512];
+
+	s->keytab = session_sasl_strdup(session_sasl_keytab_path());
+	major = session_sasl_acquire(s, &minor);
+	if (GSS_ERROR(major))
+	{
+		session_sasl_gss_text(major, minor, why, sizeof(why));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("could not get Kerberos credentials of \"%s\" for SASL GSSAPI from keytab \"%s\"",
+						s->user, s->keytab),
+				 errdetail_internal("GSS: %s", why),
+				 errhint("Check the KDC, zklock.sasl_principal and zklock.sasl_keytab.")));
+	}
+}
+
+/*
+ * GSSAPI: the connect string's servers, each with the host written in
+ * zklock.hosts for the address the library connects to (hosts: the
+ * resolved connect string, in the same order).
+ */
+static void
+session_sasl_servers(ZklSaslSession *s, const char *hosts)
+{
+	int			max = zkl_hosts_count(zkl_hosts);
+	ZklServer  *given = palloc0(sizeof(ZklServer) * max);
+	char		problem[256];
+	int			n = zkl_hosts_parse(zkl_hosts, given, problem, sizeof(problem));
+	const char *p = hosts;
+	const char *end = zkl_hosts_end(hosts);
+
+	s->servers = calloc(Max(n, 1), sizeof(ZklSaslServer));
+	if (s->servers == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	for (int i = 0; i < n && p < end; i++)
+	{
+		const char *comma = memchr(p, ',', end - p);
+		size_t		len = comma ? (size_t) (comma - p) : (size_t) (end - p);
+		char		text[ZKL_SERVER_ADDR_MAX];
+		char	   *colon;
+		ZklSaslServer *sv = &s->servers[s->nservers];
+
+		if (len < sizeof(text) && given[i].host_len < sizeof(sv->host))
+		{
+			memcpy(text, p, len);
+			text[len] = '\0';
+			colon = strrchr(text, ':');
+			if (colon != NULL)
+			{
+				*colon = '\0';
+				if (inet_pton(AF_INET, text,
+							  &((struct sockaddr_in *) &sv->addr)->sin_addr) == 1)
+				{
+					sv->addr.ss_family = AF_INET;
+					((struct sockaddr_in *) &sv->addr)->sin_port = htons(atoi(colon + 1));
+				}
+				else if (inet_pton(AF_INET6, text,
+								   &((struct sockaddr_in6 *) &sv->addr)->sin6_addr) == 1)
+				{
+					sv->addr.ss_family = AF_INET6;
+					((struct sockaddr_in6 *) &sv->addr)->sin6_port = htons(atoi(colon + 1));
+				}
+				if (sv->addr.ss_family != 0)
+				{
+					memcpy(sv->host, given[i].host, given[i].host_len);
+					sv->host[given[i].host_len] = '\0';
+					s->nservers++;
+				}
+			}
+		}
+		p += len + (comma ? 1 : 0);
+	}
+	pfree(given);
+}
+
+/* Whether two socket addresses are the same address and port; plain C. */
+static bool
+session_sasl_same_addr(const struct sockaddr_storage *a, const struct sockaddr *b)
+{
+	if (a->ss_family != b->sa_family)
+		return false;
+	if (b->sa_family == AF_INET)
+	{
+		const struct sockaddr_in *x = (const struct sockaddr_in *) a;
+		const struct sockaddr_in *y = (const struct sockaddr_in *) b;
+
+		return x->sin_port == y->sin_port &&
+			x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (b->sa_family == AF_INET6)
+	{
+		const struct sockaddr_in6 *x = (const struct sockaddr_in6 *) a;
+		const struct sockaddr_in6 *y = (const struct sockaddr_in6 *) b;
+
+		return x->sin6_port == y->sin6_port &&
+			memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+	}
+	return false;
+}
+
+/* Seconds left on the session's credentials, 0 when expired; plain C. */
+static OM_uint32
+session_sasl_cred_lifetime(ZklSaslSession *s)
+{
+	OM_uint32	minor;
+	OM_uint32	lifetime = 0;
+
+	if (GSS_ERROR(gss_inquire_cred(&minor, s->cred, NULL, &lifetime, NULL,
+								   NULL)))
+		return 0;
+	return lifetime;
+}
+
+/*
+ * The library's prepare callback (C client patch 0045), GSSAPI only; the
+ * I/O thread, plain C.  Without conn: the server's name as written in
+ * zklock.hosts, for the service principal service/host.  With conn: the
+ * session's credentials from the keytab.
+ */
+static int
+session_sasl_prepare_conn(sasl_conn_t *conn, const struct sockaddr *server,
+						  char *host, size_t hostlen, void *arg)
+{
+	ZklSaslSession *s = arg;
+
+	if (conn == NULL)
+	{
+		for (int i = 0; i < s->nservers; i++)
+			if (session_sasl_same_addr(&s->servers[i].addr, server))
+			{
+				strlcpy(host, s->servers[i].host, hostlen);
+				break;
+			}
+		return SASL_OK;
+	}
+	if (session_sasl_cred_lifetime(s) < ZKL_SASL_TICKET_MARGIN)
+	{
+		OM_uint32	minor;
+
+		/* On failure the old ones stay: the exchange names the cause. */
+		(void) session_sasl_acquire(s, &minor);
+	}
+	return sasl_setprop(conn, SASL_GSS_CREDS, s->cred);
+}
+
 /* Whether new sessions authenticate with SASL (zklock.sasl_mechanism). */
 bool
 zkl_sess_sasl_enabled(void)
@@ -356,13 +719,11 @@ zkl_sess_sasl_prepare(void)
 	sasl_own_id[0] = '\0';
 	if (!zkl_sess_sasl_enabled())
 		return;
-	if (strcmp(zkl_sasl_mechanism, "GSSAPI") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("SASL mechanism GSSAPI (Kerberos) is not supported yet"),
-				 errhint("Use DIGEST-MD5, or set zklock.sasl_mechanism to ''.")));
 	session_sasl_require("zklock.sasl_service", zkl_sasl_service);
-	session_sasl_require("zklock.sasl_user", zkl_sasl_user);
+	if (zkl_sess_sasl_gssapi())
+		session_sasl_require("zklock.sasl_principal", zkl_sasl_principal);
+	else
+		session_sasl_require("zklock.sasl_user", zkl_sasl_user);
 	session_sasl_start();
 
 	s = calloc(1, sizeof(ZklSaslSession));
@@ -371,8 +732,24 @@ zkl_sess_sasl_prepare(void)
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("out of memory")));
 	sasl_session = s;
+	s->cred = GSS_C_NO_CREDENTIAL;
 	s->mechanism = session_sasl_strdup(zkl_sasl_mechanism);
 	s->service = session_sasl_strdup(zkl_sasl_service);
+	s->params.service = s->service;
+	s->params.mechlist = s->mechanism;
+	if (zkl_sess_sasl_gssapi())
+	{
+		s->host = session_sasl_strdup(zkl_sasl_host != NULL && zkl_sasl_host[0] ?
+									  zkl_sasl_host : NULL);
+		s->user = session_sasl_strdup(zkl_sasl_principal);
+		session_sasl_gss_creds(s);
+		s->callbacks[0].id = SASL_CB_LIST_END;
+		s->params.host = s->host;
+		s->params.callbacks = s->callbacks;
+		s->params.prepare = session_sasl_prepare_conn;
+		s->params.prepare_arg = s;
+		return;
+	}
 	s->host = session_sasl_strdup(zkl_sasl_host != NULL && zkl_sasl_host[0] ?
 								  zkl_sasl_host : ZKL_SASL_DIGEST_HOST);
 	s->user = session_sasl_strdup(zkl_sasl_user);
@@ -389,10 +766,27 @@ zkl_sess_sasl_prepare(void)
 	s->callbacks[2].context = s;
 	s->callbacks[3].id = SASL_CB_LIST_END;
 
-	s->params.service = s->service;
 	s->params.host = s->host;
-	s->params.mechlist = s->mechanism;
 	s->params.callbacks = s->callbacks;
+}
+
+/* Whether the session's mechanism is GSSAPI (Kerberos). */
+bool
+zkl_sess_sasl_gssapi(void)
+{
+	return zkl_sess_sasl_enabled() && strcmp(zkl_sasl_mechanism, "GSSAPI") == 0;
+}
+
+/*
+ * GSSAPI: the servers of the session being opened (hosts: the resolved
+ * connect string), each named as zklock.hosts writes it.  Before the
+ * handle starts.
+ */
+void
+zkl_sess_sasl_servers(const char *hosts)
+{
+	if (sasl_session != NULL && zkl_sess_sasl_gssapi())
+		session_sasl_servers(sasl_session, hosts);
 }
 
 /* The parameters of the session being opened, NULL without SASL. */
@@ -498,6 +892,15 @@ zkl_sess_sasl_is_own_id(const char *scheme, const char *id)
 void
 zkl_sess_sasl_raise_failed(const char *why)
 {
+	if (strcmp(sasl_session->mechanism, "GSSAPI") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("SASL authentication (Kerberos, GSSAPI) with ZooKeeper at \"%s\" failed",
+						zkl_hosts),
+				 errdetail("Mechanism GSSAPI as principal \"%s\": %s.",
+						   sasl_session->user, why),
+				 errhint("Check the KDC, zklock.sasl_principal, zklock.sasl_keytab, and that the servers' principal is %s/<host as written in zklock.hosts> (or zklock.sasl_host).",
+						 sasl_session->service)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 			 errmsg("SASL authentication with ZooKeeper at \"%s\" failed",

@@ -16,7 +16,9 @@
 #include "utils/timestamp.h"
 
 extern bool zkl_sess_sasl_enabled(void);
+extern bool zkl_sess_sasl_gssapi(void);
 extern void zkl_sess_sasl_prepare(void);
+extern void zkl_sess_sasl_servers(const char *hosts);
 extern zoo_sasl_params_t *zkl_sess_sasl_params(void);
 extern bool zkl_sess_sasl_failure(zhandle_t *zh, char *out, size_t cap);
 extern void zkl_sess_sasl_learn_identity(zhandle_t *zh, TimestampTz deadline);

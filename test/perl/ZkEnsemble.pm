@@ -111,7 +111,11 @@ default 1): the servers authenticate clients with SASL DIGEST-MD5 (a JAAS
 file of their own with a Server section of DigestLoginModule and those
 users, ZooKeeper's SASL authentication provider); with enforce, they admit
 no session that has not authenticated with SASL (enforce.auth.enabled,
-enforce.auth.schemes=sasl).
+enforce.auth.schemes=sasl).  With kerberos (hashref: keytab, principal,
+krb5_conf; ZkKdc), the Server section logs in to that principal with
+Krb5LoginModule instead, for GSSAPI (the KDC must be up first), and the
+servers name a client by its principal's bare user name
+(kerberos.removeHostFromPrincipal, kerberos.removeRealmFromPrincipal).
 
 server_line: '3.8' or '3.9' (default: $ENV{ZKLOCK_ZK_SERVER}, else '3.8').
 
@@ -908,6 +912,12 @@ sub _write_config
 			$conf{'enforce.auth.schemes'} = 'sasl';
 		}
 		push @jvm_props, "-Djava.security.auth.login.config=$self->{jaas}";
+		if (my $k = $sasl->{kerberos})
+		{
+			push @jvm_props, "-Djava.security.krb5.conf=$k->{krb5_conf}";
+			$conf{'kerberos.removeHostFromPrincipal'}  = 'true';
+			$conf{'kerberos.removeRealmFromPrincipal'} = 'true';
+		}
 	}
 	while (my ($k, $v) = each %{ $self->{extra_conf} })
 	{
@@ -961,6 +971,14 @@ sub _write_jaas
 	my $users = $self->{sasl}{users} // {};
 	$self->{jaas} = File::Spec->catfile($self->{basedir}, 'jaas.conf');
 	open my $fh, '>', $self->{jaas} or croak "could not write $self->{jaas}: $!";
+	if (my $k = $self->{sasl}{kerberos})
+	{
+		print $fh "Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n"
+		  . "  useKeyTab=true\n  keyTab=\"$k->{keytab}\"\n  storeKey=true\n"
+		  . "  useTicketCache=false\n  principal=\"$k->{principal}\";\n};\n";
+		close $fh or croak "could not write $self->{jaas}: $!";
+		return;
+	}
 	print $fh "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n";
 	print $fh join("\n", map { "  user_$_=\"$users->{$_}\"" } sort keys %$users),
 	  ";\n};\n";

@@ -930,5 +930,5 @@ zkl_sess_sasl_raise_required(const char *failed, const char *path)
 			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 			 errmsg(failed, path),
 			 errdetail("The ZooKeeper server closed the session because it requires SASL authentication, and zklock.sasl_mechanism is not set."),
-			 errhint("Set zklock.sasl_mechanism and its credentials (zklock.sasl_user, zklock.sasl_password_file for DIGEST-MD5).")));
+			 errhint("Set zklock.sasl_mechanism and its credentials: zklock.sasl_user and zklock.sasl_password_file for DIGEST-MD5, zklock.sasl_principal and zklock.sasl_keytab for GSSAPI.")));
 }

@@ -273,6 +273,7 @@ test: deps
 
 bench: deps
 	@sh test/deps.sh bench
+	@sh test/zk39.sh >/dev/null
 	@sh bench/run.sh
 
 EXTRA_CLEAN = test/unit/test_names test/unit/test_owner test/unit/test_hosts $(ZKC_TESTS) results regression.diffs regression.out tmp_check src/.pg-build

@@ -19,6 +19,11 @@
 //   java CuratorBench herd     HOSTS WAITERS OUT       one shared client, a
 //                                                      holder and WAITERS
 //                                                      threads on one lock
+//   java CuratorBench cron     HOSTS WARM N OUT        every sample a new
+//                                                      client (session): lock,
+//                                                      unlock, close
+// Over TLS as ZooKeeper's Java client is told to (system properties:
+// zookeeper.clientCnxnSocket, zookeeper.client.secure, zookeeper.ssl.*).
 //
 // Writes OUT.lat (microseconds per line: the cycle, or for handoff the
 // acquire) and OUT.sum (key=value).  herd writes OUT.ready once every waiter
@@ -116,6 +121,30 @@ public class CuratorBench {
         all.add(s);
         write(out, all, n, secs, 1, "");
         c.close();
+    }
+
+    // A cron job's pattern in one JVM: each sample starts a client (a new
+    // session, and its handshake over TLS), takes and gives back the lock
+    // and closes the client.
+    static void cron(String hosts, int warm, int n, String out) throws Exception {
+        Samples s = new Samples();
+        long tAll = 0;
+        for (int i = 0; i < warm + n; i++) {
+            if (i == warm)
+                tAll = System.nanoTime();
+            long t0 = System.nanoTime();
+            CuratorFramework c = client(hosts);
+            InterProcessMutex m = new InterProcessMutex(c, ROOT + "/cron");
+            acquire(m);
+            m.release();
+            c.close();
+            if (i >= warm)
+                s.add(System.nanoTime() - t0);
+        }
+        double secs = (System.nanoTime() - tAll) / 1e9;
+        List<Samples> all = new ArrayList<>();
+        all.add(s);
+        write(out, all, n, secs, 1, "");
     }
 
     // One side of a hand-off: takes and gives back what is handed off.
@@ -375,6 +404,9 @@ public class CuratorBench {
                     break;
                 case "herd":
                     herd(a[1], Integer.parseInt(a[2]), a[3]);
+                    break;
+                case "cron":
+                    cron(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]), a[4]);
                     break;
                 case "latency":
                     latency(a[1], Integer.parseInt(a[2]), Integer.parseInt(a[3]),

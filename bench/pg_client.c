@@ -2,6 +2,9 @@
  * pg_client.c - libpq driver of the zklock benchmark.
  *
  *   pg_client cycle    CONNINFO MODE WARM N OUT        one connection
+ *   pg_client pair     CONNINFO_A MODE_A CONNINFO_B MODE_B WARM N OUT_A OUT_B
+ *                                                      two connections, one
+ *                                                      cycle each in turn
  *   pg_client handoff  CONNINFO MODE CLIENTS SECS OUT  one lock, N connections
  *   pg_client distinct CONNINFO MODE CLIENTS SECS OUT  one lock per connection
  *   pg_client herd     CONNINFO WAITERS OUT            zklock: WAITERS backends
@@ -40,7 +43,9 @@
  * acquire) and OUT.sum (key=value lines).  herd writes OUT.ready once all
  * waiters wait, then waits (bounded) for the file OUT.go before releasing.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -80,6 +85,8 @@ typedef struct Client
 	double		cpu0;			/* its backend's CPU time when timing began */
 	char		err[512];
 	int			steps;			/* cycle mode: keep per-step samples */
+	const char *lname;			/* its prepared statements: L and U, or */
+	const char *uname;			/* others on a connection it shares */
 	Samples		s_lock,
 				s_unlock,
 				s_begin,
@@ -209,13 +216,18 @@ prepare_all(Client *c)
 			unlock_sql = "SELECT pg_advisory_unlock($1::bigint)";
 			break;
 	}
-	r = PQprepare(c->conn, "L", lock_sql, 1, NULL);
+	if (!c->lname)
+	{
+		c->lname = "L";
+		c->uname = "U";
+	}
+	r = PQprepare(c->conn, c->lname, lock_sql, 1, NULL);
 	if (PQresultStatus(r) != PGRES_COMMAND_OK)
 		die("prepare: %s", PQerrorMessage(c->conn));
 	PQclear(r);
 	if (unlock_sql)
 	{
-		r = PQprepare(c->conn, "U", unlock_sql, 1, NULL);
+		r = PQprepare(c->conn, c->uname, unlock_sql, 1, NULL);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
 			die("prepare: %s", PQerrorMessage(c->conn));
 		PQclear(r);
@@ -239,7 +251,7 @@ cycle(Client *c, double *acquire)
 			return -1;
 		t1 = now_s();
 		c->t_begin += t1 - t0;
-		if (prepared(c, "L") != 0)
+		if (prepared(c, c->lname) != 0)
 			return -1;
 		t2 = now_s();
 		*acquire = t2 - t1;
@@ -255,12 +267,12 @@ cycle(Client *c, double *acquire)
 		}
 		return 0;
 	}
-	if (prepared(c, "L") != 0)
+	if (prepared(c, c->lname) != 0)
 		return -1;
 	t1 = now_s();
 	*acquire = t1 - t0;
 	c->t_lock += t1 - t0;
-	if (prepared(c, "U") != 0)
+	if (prepared(c, c->uname) != 0)
 		return -1;
 	c->t_unlock += now_s() - t1;
 	if (c->steps)
@@ -380,6 +392,115 @@ run_cycle(int warm, int n, const char *out)
 		fclose(f);
 	}
 	PQfinish(c.conn);
+	return 0;
+}
+
+/*
+ * Two contenders on one lock each, on connections of their own, one cycle
+ * each in turn (the order swapped every other pair): both see the same
+ * moments of the machine, so the ratio of their p50s is the cost of the
+ * difference, not the drift between two runs.  OUT_A and OUT_B are written
+ * as a cycle run's; OUT_B.sum also gets the median of the per-pair ratios
+ * B / A (pair_ratio_p50).  CONNINFO_B "=" runs B on A's connection (its
+ * own prepared statements): the same backend and ZooKeeper session, so
+ * only the statements differ.
+ */
+static int
+run_pair(const char *conninfo[2], const enum Mode modes[2], int warm, int n,
+		 const char *out[2])
+{
+	Client		c[2] = {{0}};
+	double		t_all = 0,
+				acq,
+				last[2] = {0, 0},
+				t_sum[2] = {0, 0};
+	double	   *ratio = calloc(n > 0 ? n : 1, sizeof(double));
+	int			nratio = 0;
+
+	for (int k = 0; k < 2; k++)
+	{
+		g_conninfo = conninfo[k];
+		g_mode = modes[k];
+		if (k == 1 && strcmp(conninfo[1], "=") == 0)
+		{
+			c[1].conn = c[0].conn;
+			c[1].lname = "LB";
+			c[1].uname = "UB";
+		}
+		else
+			c[k].conn = connect_db();
+		prepare_all(&c[k]);
+		set_key(&c[k], k == 0 ? "bench-pa" : "bench-pb", -1);
+	}
+	/*
+	 * Two backends: the client and both on one CPU (they take turns: each
+	 * waits for the other's answer), so that neither side of the pair is
+	 * the one the scheduler happened to put beside a busy process.  One
+	 * backend for both is compared with itself and stays where it is.
+	 */
+	if (c[1].conn != c[0].conn)
+	{
+		cpu_set_t	one;
+
+		CPU_ZERO(&one);
+		CPU_SET(0, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) != 0 ||
+			sched_setaffinity(PQbackendPID(c[0].conn), sizeof(one), &one) != 0 ||
+			sched_setaffinity(PQbackendPID(c[1].conn), sizeof(one), &one) != 0)
+			die("pair: cannot pin to CPU 0: %s", strerror(errno));
+	}
+	for (int i = 0; i < warm + n; i++)
+	{
+		if (i == warm)
+			t_all = now_s();
+		for (int j = 0; j < 2; j++)
+		{
+			int			k = i % 2 ? 1 - j : j;
+			double		t0;
+
+			g_mode = modes[k];
+			t0 = now_s();
+			if (cycle(&c[k], &acq) != 0)
+				die("%s", c[k].err);
+			last[k] = now_s() - t0;
+			if (i >= warm)
+			{
+				add_sample(&c[k].lat, last[k]);
+				c[k].cycles++;
+				t_sum[k] += last[k];
+			}
+		}
+		if (i >= warm && last[0] > 0)
+			ratio[nratio++] = last[1] / last[0];
+	}
+	for (int k = 0; k < 2; k++)
+	{
+		write_results(out[k], &c[k], 1, t_sum[k]);
+		if (k == 0 || c[1].conn != c[0].conn)
+			PQfinish(c[k].conn);
+	}
+	{
+		char		path[1024];
+		FILE	   *f;
+		double		tmp;
+
+		/* the median ratio: sort the n ratios (n is a few hundred) */
+		for (int a = 1; a < nratio; a++)
+			for (int b = a; b > 0 && ratio[b - 1] > ratio[b]; b--)
+			{
+				tmp = ratio[b];
+				ratio[b] = ratio[b - 1];
+				ratio[b - 1] = tmp;
+			}
+		snprintf(path, sizeof(path), "%s.sum", out[1]);
+		if (!(f = fopen(path, "a")))
+			die("cannot write %s", path);
+		fprintf(f, "pair_ratio_p50=%.4f\n",
+				nratio ? ratio[(nratio - 1) / 2] : 0.0);
+		fclose(f);
+	}
+	(void) t_all;
+	free(ratio);
 	return 0;
 }
 
@@ -1034,6 +1155,14 @@ main(int argc, char **argv)
 	{
 		g_mode = parse_mode(argv[3]);
 		return run_latency(atoi(argv[4]), atoi(argv[5]), atol(argv[6]), argv[7]);
+	}
+	if (strcmp(argv[1], "pair") == 0 && argc == 10)
+	{
+		const char *ci[2] = {argv[2], argv[4]};
+		const enum Mode modes[2] = {parse_mode(argv[3]), parse_mode(argv[5])};
+		const char *outs[2] = {argv[8], argv[9]};
+
+		return run_pair(ci, modes, atoi(argv[6]), atoi(argv[7]), outs);
 	}
 	if (argc != 7)
 		die("wrong number of arguments");

@@ -101,7 +101,7 @@ cleanup() {
 		wait "$p" 2>/dev/null
 	done
 	if [ -n "$W" ]; then
-		for c in pgzk central pgtls; do
+		for c in pgzk central pgtls pgplain; do
 			[ -f "$W/$c/postmaster.pid" ] &&
 				runuser -u postgres -- "$bindir/pg_ctl" -D "$W/$c" -m fast -w -t 60 stop >/dev/null 2>&1
 		done
@@ -113,8 +113,10 @@ cleanup() {
 		done
 		[ -f "$W/ensemble/ensemble.state" ] &&
 			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/ensemble" >/dev/null 2>&1
-		[ -f "$W/tls-ensemble/ensemble.state" ] &&
-			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/tls-ensemble" >/dev/null 2>&1
+		for e in tls-ensemble tls39-ensemble; do
+			[ -f "$W/$e/ensemble.state" ] &&
+				perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/$e" >/dev/null 2>&1
+		done
 		if [ "${BENCH_KEEP:-0}" = 1 ]; then
 			echo "bench: work directory kept: $W" >&2
 		else
@@ -272,8 +274,10 @@ at_distance() {
 		H=$HOSTS CZ=$CI_ZK CC=$CI_CENTRAL CPRE=$CI_CENTRAL CZA=$CI_ZK_ASYNC
 		CZT="$CI_ZK options='$TRACE'"
 		# PostgreSQL's own pg_advisory_lock, routed to zklock by
-		# zklock.fleet_advisory_keys (zklock loaded at connection)
+		# zklock.fleet_advisory_keys (zklock loaded at connection), and
+		# with zklock loaded but no key listed
 		CZR="$CI_ZK options='-c session_preload_libraries=zklock -c zklock.fleet_advisory_keys=*'"
+		CZL="$CI_ZK options='-c session_preload_libraries=zklock'"
 		CYC=$CYCLES WRM=$WARM JW=$JWARM LN=$LAT_N CN=$CRON_N
 		SETTLE=3000
 	fi
@@ -315,7 +319,7 @@ at_distance 0
 run_one() {
 	fig=$1 who=$2 out=$R/$1.$2.$3
 	case $fig in
-	cycle|latency|cron|set) limit=150 ;;
+	cycle|latency|cron|set|routed|unlisted) limit=150 ;;
 	*) limit=$((SECS + 90)) ;;
 	esac
 	case $fig.$who in
@@ -326,11 +330,22 @@ run_one() {
 	cycle.floor-async) set -- "$W/bin/zk_floor" async "$H" $WRM "$CYC" "$out" ;;
 	cycle.floor-read) set -- "$W/bin/zk_floor" read "$H" $WRM "$CYC" "$out" ;;
 	cycle.zklock) set -- "$W/bin/pg_client" cycle "$CZ" zklock $WRM "$CYC" "$out" ;;
-	cycle.zklock-routed) set -- "$W/bin/pg_client" cycle "$CZR" advisory $WRM "$CYC" "$out" ;;
+	# pairs, one cycle each in turn (pg_client.c, run_pair): the routed
+	# pg_advisory_lock against zk_lock on the same backend and session;
+	# pg_advisory_lock of an unlisted key with zklock loaded against the
+	# same without zklock (two backends, pinned to one CPU with the client)
+	routed.zklock-routed) set -- "$W/bin/pg_client" pair "$CZR" zklock "=" advisory $WRM "$CYC" "$R/routed.zklock.$3" "$out" ;;
+	unlisted.pg-advisory-loaded) set -- "$W/bin/pg_client" pair "$CZ" advisory "$CZL" advisory $WRM $((5 * CYC)) "$R/unlisted.pg-advisory.$3" "$out" ;;
 	cycle.zklock-xact) set -- "$W/bin/pg_client" cycle "$CZ" zkxact $WRM "$CYC" "$out" ;;
 	cycle.zklock-async) set -- "$W/bin/pg_client" cycle "$CZA" zklock $WRM "$CYC" "$out" ;;
 	cycle.zklock-tls) set -- "$W/bin/pg_client" cycle "$CI_TLS" zklock $WRM "$CYC" "$out" ;;
 	cron.zklock-tls) set -- "$W/bin/pg_client" cron "$CI_TLS" zklock 5 "$CN" "$out" ;;
+	cycle.tls-plain) set -- "$W/bin/pg_client" cycle "$CI_PLAIN" zklock $WRM "$CYC" "$out" ;;
+	cron.tls-plain) set -- "$W/bin/pg_client" cron "$CI_PLAIN" zklock 5 "$CN" "$out" ;;
+	*.curator-plain) set -- java -Xmx512m $J_NETTY -cp "$CP_JN" CuratorBench "$fig" "$TLSP_HOSTS" \
+		$([ "$fig" = cron ] && echo 5 || echo $JW) "$([ "$fig" = cron ] && echo "$CN" || echo "$CYC")" "$out" ;;
+	*.curator-tls) set -- java -Xmx512m $J_TLS $J_TLS_PROTO -cp "$CP_JN" CuratorBench "$fig" "$TLS_HOSTS" \
+		$([ "$fig" = cron ] && echo 5 || echo $JW) "$([ "$fig" = cron ] && echo "$CN" || echo "$CYC")" "$out" ;;
 	cycle.pg-advisory) set -- "$W/bin/pg_client" cycle "$CC" advisory $WRM "$CYC" "$out" ;;
 	cycle.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench cycle "$H" $JW "$CYC" "$out" ;;
 	cycle.kazoo) set -- $PY "$B/kazoo_bench.py" cycle "$H" $WRM "$CYC" "$out" ;;
@@ -358,7 +373,7 @@ run_one() {
 	*.curator) set -- java -Xmx512m -cp "$CP_J" CuratorBench "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
 	*.kazoo) set -- $PY "$B/kazoo_bench.py" "$fig" "$H" "$N_CLIENTS" "$SECS" "$out" ;;
 	esac
-	if [ "$who" = curator ] && [ $CURATOR_OK = 0 ]; then
+	if [ "${who%%-*}" = curator ] && [ $CURATOR_OK = 0 ]; then
 		echo "CuratorBench.java did not compile" >"$out.fail"
 		return
 	fi
@@ -372,6 +387,7 @@ run_one() {
 	srv_at=$(server_ticks)
 	log_at=$(stat -c %s "$W/pgzk.log" 2>/dev/null || echo 0)
 	tls_log_at=$(stat -c %s "$W/pgtls.log" 2>/dev/null || echo 0)
+	plain_log_at=$(stat -c %s "$W/pgplain.log" 2>/dev/null || echo 0)
 	# In the background, so that a signal to this script runs the trap at
 	# once; timeout signals the contender's whole process group.
 	timeout -k 5 "$limit" "$@" >"$out.log" 2>&1 &
@@ -385,6 +401,9 @@ run_one() {
 	if [ "$fig.$who" = cron.zklock-tls ]; then
 		# the TLS cluster logs every open: this run's, for the breakdown
 		tail -c +$((tls_log_at + 1)) "$W/pgtls.log" >"$out.sessions" 2>/dev/null
+	fi
+	if [ "$fig.$who" = cron.tls-plain ]; then
+		tail -c +$((plain_log_at + 1)) "$W/pgplain.log" >"$out.sessions" 2>/dev/null
 	fi
 	if [ "$fig.$who" = cron.zklock-trace ]; then
 		# zklock.log_sessions: every open and close of the run (the last
@@ -435,9 +454,12 @@ run_round() {
 			run_one cycle floor-async "$tag"
 			run_one cycle floor-read "$tag"
 		fi
-		# right after zk_lock's own cycle: the same lock, through
-		# pg_advisory_lock
-		[ "$who" = zklock ] && run_one cycle zklock-routed "$tag"
+		# after zk_lock's own cycle: zk_lock and the routed
+		# pg_advisory_lock in turn, then an unlisted key's cost
+		if [ "$who" = zklock ]; then
+			run_one routed zklock-routed "$tag"
+			run_one unlisted pg-advisory-loaded "$tag"
+		fi
 	done
 	N_CLIENTS=$HANDOFF_CLIENTS
 	for who in $order; do run_one handoff "$who" "$tag"; done
@@ -525,21 +547,74 @@ echo "region_ms=$REGION_MS" >>"$R/meta"
 echo "region_rounds_done=$region_rounds_done" >>"$R/meta"
 
 # ---------------------------------------------------------------- TLS
-# zklock over TLS (zklock.ssl): a second ensemble that serves only a secure
-# client port (client certificates required, the x509 identity), and a
-# cluster "pgtls" whose backends present a client certificate, with zklock
-# preloaded (its backends share the servers' TLS tickets) and every session
-# logged (zklock.log_sessions: where an open's time goes, and whether its
-# handshake resumed).  The plain and the TLS form alternate over TLS_ROUNDS
-# rounds: the uncontended cycle (plain: pgzk), and the cron-job pattern (a
-# new session each sample: the handshake shows; plain: the preloaded
-# cluster "central", so that both sides preload).
+# zklock over TLS (zklock.ssl) against plain, on the same servers: a second
+# 3-server ensemble whose servers serve a secure client port (client
+# certificates required, the x509 identity) and a plain one, both by Netty
+# (the same server code on both sides), and two clusters alike but for
+# zklock.ssl: "pgtls" (its backends present a client certificate) and
+# "pgplain", both with zklock preloaded (backends share the servers' TLS
+# tickets) and every session logged (zklock.log_sessions: where an open's
+# time goes, and whether its handshake resumed).  Both ports are warmed up
+# first (BENCH_TLS_WARMUP_S, plain and TLS in turn: a fresh server's TLS
+# code runs interpreted at first); then plain and TLS alternate over
+# TLS_ROUNDS rounds, the order swapped each round: zklock's uncontended
+# cycle and cron-job pattern (a new session each sample: the handshake
+# shows), and Curator's cycle and new session with ZooKeeper's Netty client
+# socket, plain and TLS, the anchor for what TLS costs a Java client.
+# Then one round more against ZooKeeper 3.9 servers, whose costs differ
+# (doc/tls.md), with the same clusters (zklock.hosts per connection).
 TLS_ROUNDS=2
+TLS_WARMUP_S=${BENCH_TLS_WARMUP_S:-40}
 tls_rounds_done=0
-say "starting a TLS-only 3-server ensemble and cluster \"pgtls\""
-TLS_HOSTS=$(perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" start --servers 3 \
-	--dir "$W/tls-ensemble" --tls "$W/certs" --conf forceSync=yes --conf maxClientCnxns=0) ||
-	TLS_HOSTS=""
+tls39_rounds_done=0
+# ZooKeeper's Java client: Netty, plain or TLS (the PEM stores ZkCerts makes)
+CP_JN=$CP_J:$JAVA_DIR/netty-codec.jar:$JAVA_DIR/netty-resolver.jar
+J_NETTY="-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty"
+J_TLS="$J_NETTY -Dzookeeper.client.secure=true -Dzookeeper.ssl.keyStore.location=$W/certs/a.pem
+ -Dzookeeper.ssl.keyStore.type=PEM -Dzookeeper.ssl.trustStore.location=$W/certs/ca.pem
+ -Dzookeeper.ssl.trustStore.type=PEM"
+
+# tls_ensemble DIR LINE: a TLS + plain 3-server ensemble of ZooKeeper LINE
+# (3.8 or 3.9); sets TLS_HOSTS and TLSP_HOSTS (empty on failure)
+tls_ensemble() {
+	out=$(ZKLOCK_ZK_SERVER=$2 perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" start --servers 3 \
+		--dir "$1" --tls "$W/certs" --plain-too --conf forceSync=yes \
+		--conf maxClientCnxns=0) || out=""
+	TLS_HOSTS=$(echo "$out" | sed -n 1p)
+	TLSP_HOSTS=$(echo "$out" | sed -n 2p)
+	[ -n "$TLSP_HOSTS" ] || TLS_HOSTS=""
+}
+
+# tls_warmup: plain and TLS in turn, TLS_WARMUP_S in all, not measured
+tls_warmup() {
+	for _half in 1 2; do
+		for ci in "$CI_PLAIN" "$CI_TLS"; do
+			timeout -k 5 $((TLS_WARMUP_S / 4 + 60)) "$W/bin/pg_client" distinct "$ci" zklock \
+				"$HANDOFF_CLIENTS" $((TLS_WARMUP_S / 4)) "$W/warmup.tls" >>"$W/warmup.log" 2>&1
+		done
+	done
+}
+
+# tls_round TAG: every TLS figure once, plain and TLS in the order K says
+tls_round() {
+	tag=$1 k=$2
+	for side in $(rotate "$k" plain tls); do
+		if [ "$side" = plain ]; then
+			run_one cycle tls-plain "$tag"
+			run_one cron tls-plain "$tag"
+			run_one cycle curator-plain "$tag"
+			run_one cron curator-plain "$tag"
+		else
+			run_one cycle zklock-tls "$tag"
+			run_one cron zklock-tls "$tag"
+			run_one cycle curator-tls "$tag"
+			run_one cron curator-tls "$tag"
+		fi
+	done
+}
+
+say "starting a TLS and plain 3-server ensemble, clusters \"pgtls\" and \"pgplain\""
+tls_ensemble "$W/tls-ensemble" 3.8
 if [ -n "$TLS_HOSTS" ]; then
 	# the backends' copies: owned by postgres, the key 0600 (as for ssl_key_file)
 	mkdir -p "$W/pgcerts"
@@ -552,28 +627,55 @@ zklock.ssl = on
 zklock.ssl_ca_file = '$W/pgcerts/ca.pem'
 zklock.ssl_cert_file = '$W/pgcerts/a.crt'
 zklock.ssl_key_file = '$W/pgcerts/a.key'
+zklock.root = '/zktls'
+zklock.log_sessions = on
+shared_preload_libraries = 'zklock'" || TLS_HOSTS=""
+fi
+# a root of its own: the plain side's directories have an open ACL, which
+# the TLS side (an x509 identity) refuses to lock under
+if [ -n "$TLS_HOSTS" ]; then
+	PLAIN_PORT=$(free_port)
+	start_cluster pgplain "$PLAIN_PORT" "zklock.hosts = '$TLSP_HOSTS'
+zklock.root = '/zkplain'
 zklock.log_sessions = on
 shared_preload_libraries = 'zklock'" || TLS_HOSTS=""
 fi
 if [ -n "$TLS_HOSTS" ]; then
 	CI_TLS="host=127.0.0.1 port=$TLS_PORT user=postgres dbname=postgres"
+	CI_PLAIN="host=127.0.0.1 port=$PLAIN_PORT user=postgres dbname=postgres"
+	J_TLS_PROTO=""
+	say "warming both ports up: ${TLS_WARMUP_S} s of load, plain and TLS in turn, not measured"
+	tls_warmup
 	r=1
 	while [ $r -le $TLS_ROUNDS ]; do
-		for who in $(rotate $((r - 1)) zklock zklock-tls); do
-			run_one cycle "$who" "t$r"
-			if [ "$who" = zklock ]; then
-				run_one cron zklock-preloaded "t$r"
-			else
-				run_one cron "$who" "t$r"
-			fi
-		done
+		tls_round "t$r" $((r - 1))
 		tls_rounds_done=$r
 		r=$((r + 1))
 	done
+	perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/tls-ensemble" >/dev/null 2>&1
+	# ZooKeeper 3.9 (test/zk39.sh unpacks its jars; make bench runs it)
+	say "starting a TLS and plain 3-server ensemble of ZooKeeper 3.9"
+	TLS_HOSTS38=$TLS_HOSTS
+	tls_ensemble "$W/tls39-ensemble" 3.9
+	if [ -n "$TLS_HOSTS" ]; then
+		CI_TLS="$CI_TLS options='-c zklock.hosts=$TLS_HOSTS'"
+		CI_PLAIN="$CI_PLAIN options='-c zklock.hosts=$TLSP_HOSTS'"
+		# 3.9 servers speak only TLS 1.3 (ZOOKEEPER-4415); the 3.8 Java
+		# client must be told to
+		J_TLS_PROTO="-Dzookeeper.ssl.protocol=TLSv1.3"
+		tls_warmup
+		tls_round z1 0
+		tls39_rounds_done=1
+		perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/tls39-ensemble" >/dev/null 2>&1
+	else
+		say "TLS: the 3.9 ensemble did not start: no 3.9 rows"
+	fi
+	TLS_HOSTS=$TLS_HOSTS38
 else
-	say "TLS: the ensemble or the cluster did not start: no TLS rows"
+	say "TLS: the ensemble or the clusters did not start: no TLS rows"
 fi
 echo "tls_rounds_done=$tls_rounds_done" >>"$R/meta"
+echo "tls39_rounds_done=$tls39_rounds_done" >>"$R/meta"
 
 
 # ---------------------------------------------------------------- herd

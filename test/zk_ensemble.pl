@@ -17,7 +17,9 @@
 # Options for start: --tick-time MS, --conf key=value (repeatable),
 # --jvm-opts '...', --tls CERTDIR (the servers serve only a secure client
 # port, with the certificates ZkCerts.pm makes in CERTDIR: ca.pem,
-# server.pem, and client identities a.crt/a.key, b.crt/b.key, ...).
+# server.pem, and client identities a.crt/a.key, b.crt/b.key, ...),
+# --plain-too (with --tls: each server also serves a plain client port by
+# the same Netty code; their connect string is printed as a second line).
 
 use strict;
 use warnings;
@@ -33,7 +35,7 @@ use ZkEnsemble;
 sub usage
 {
 	print STDERR <<"EOF";
-usage: $0 start --dir DIR [--servers 1|3] [--tick-time MS] [--conf k=v]... [--jvm-opts OPTS] [--tls CERTDIR]
+usage: $0 start --dir DIR [--servers 1|3] [--tick-time MS] [--conf k=v]... [--jvm-opts OPTS] [--tls CERTDIR [--plain-too]]
        $0 stop|status --dir DIR
        $0 kill|restart --server I --dir DIR
 EOF
@@ -43,7 +45,7 @@ EOF
 my $cmd = shift @ARGV // usage();
 my %opt = (servers => 3, conf => {});
 GetOptionsFromArray(\@ARGV, \%opt, 'dir=s', 'servers=i', 'tick-time=i',
-	'conf=s%', 'jvm-opts=s', 'server=i', 'tls=s')
+	'conf=s%', 'jvm-opts=s', 'server=i', 'tls=s', 'plain-too')
   or usage();
 usage() unless defined $opt{dir} && !@ARGV;
 my $state = File::Spec->catfile($opt{dir}, 'ensemble.state');
@@ -74,7 +76,7 @@ if ($cmd eq 'start')
 			client_key  => $a->{key} };
 	}
 	my $zk = ZkEnsemble->new(
-		($tls ? (tls => $tls) : ()),
+		($tls ? (tls => $tls, plain_too => $opt{'plain-too'}) : ()),
 		servers    => $opt{servers},
 		basedir    => $opt{dir},
 		extra_conf => $opt{conf},
@@ -84,6 +86,7 @@ if ($cmd eq 'start')
 	# Leave the servers running when this process exits.
 	$zk->detach;
 	print $zk->connect_string, "\n";
+	print $zk->plain_connect_string, "\n" if $tls && $opt{'plain-too'};
 }
 elsif ($cmd eq 'stop')
 {

@@ -104,7 +104,10 @@ tls (hashref: keystore, truststore, client_cert, client_key): the servers
 serve only a secure client port (Netty, PEM stores, client certificates
 required, ZooKeeper's x509 authentication provider) on the port that
 connect_string and port name; four-letter words then go over TLS with
-client_cert and client_key (IO::Socket::SSL).
+client_cert and client_key (IO::Socket::SSL).  With plain_too => 1 as well,
+each server also serves a plain client port, by the same Netty code
+(plain_connect_string names them): the benchmark's fair comparison of TLS
+and plain on the same servers.
 
 sasl (hashref: users, a hashref of user name => password; enforce,
 default 1): the servers authenticate clients with SASL DIGEST-MD5 (a JAAS
@@ -154,6 +157,7 @@ sub new
 		jvm_opts      => $args{jvm_opts} // '',
 		tls           => $args{tls},
 		sasl          => $args{sasl},
+		plain_too     => $args{tls} && $args{plain_too} ? 1 : 0,
 		address       => $args{address},
 		spawn_hook    => $args{spawn_hook},
 		start_timeout => $args{start_timeout} // 60,
@@ -236,6 +240,17 @@ sub connect_string
 }
 
 sub port          { return $_[0]->_srv($_[1])->{client_port}; }
+
+# The plain client ports of a TLS ensemble started with plain_too.
+sub plain_connect_string
+{
+	my ($self) = @_;
+	croak 'plain_connect_string: the ensemble has no plain ports'
+	  unless $self->{plain_too};
+	return join ',',
+	  map { $self->_addr($_) . ":$self->{servers}[$_]{plain_port}" } 1 .. $self->{n};
+}
+
 sub server_count  { return $_[0]->{n}; }
 sub server_line   { return $_[0]->{server_line}; }
 sub server_version { return $_[0]->{version}; }
@@ -573,11 +588,12 @@ sub save_state
 		tick_time => $self->{tick_time},
 		server_line => $self->{server_line},
 		($self->{tls} ? (tls => $self->{tls}) : ()),
+		($self->{plain_too} ? (plain_too => 1) : ()),
 		servers   => [
 			map {
 				my $s = $_;
 				+{ map { $_ => $s->{$_} } qw(id client_port quorum_port
-					  election_port dir data_dir cfg log pid cmd) }
+					  election_port plain_port dir data_dir cfg log pid cmd) }
 			} @{ $self->{servers} }[ 1 .. $self->{n} ]
 		],);
 	my $tmp = "$file.tmp$$";
@@ -600,6 +616,7 @@ sub attach
 		tick_time     => $state->{tick_time},
 		server_line   => $state->{server_line} // '3.8',
 		tls           => $state->{tls},
+		plain_too     => $state->{plain_too} ? 1 : 0,
 		start_timeout => 60,
 		owner_pid     => $$,
 		detached      => 1,    # never stopped implicitly
@@ -822,7 +839,8 @@ sub _release_ports
 	for my $s (@{ $self->{servers} }[ 1 .. $self->{n} ])
 	{
 		delete $ports_in_use{$_}
-		  for grep { defined } @$s{qw(client_port quorum_port election_port)};
+		  for grep { defined }
+		  @$s{qw(client_port quorum_port election_port plain_port)};
 	}
 	return;
 }
@@ -830,7 +848,8 @@ sub _release_ports
 sub _allocate_ports
 {
 	my ($self) = @_;
-	my $need = $self->{n} == 1 ? 1 : 3 * $self->{n};
+	my $need = ($self->{n} == 1 ? 1 : 3 * $self->{n}) +
+	  ($self->{plain_too} ? $self->{n} : 0);
 	my @ports;
 	for (my $tries = 0; @ports < $need; $tries++)
 	{
@@ -849,6 +868,7 @@ sub _allocate_ports
 			client_port   => shift(@ports),
 			quorum_port   => $self->{n} > 1 ? shift(@ports) : undef,
 			election_port => $self->{n} > 1 ? shift(@ports) : undef,
+			plain_port    => $self->{plain_too} ? shift(@ports) : undef,
 			dir           => $dir,
 			data_dir      => File::Spec->catdir($dir, 'data'),
 			cfg           => File::Spec->catfile($dir, 'zoo.cfg'),
@@ -895,6 +915,11 @@ sub _write_config
 			'authProvider.x509' =>
 			  'org.apache.zookeeper.server.auth.X509AuthenticationProvider',
 		);
+		if ($self->{plain_too})
+		{
+			$conf{clientPort}        = $s->{plain_port};
+			$conf{clientPortAddress} = $self->_addr($i);
+		}
 	}
 	else
 	{

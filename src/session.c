@@ -153,8 +153,9 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 
 /*
  * The watcher drops what it hears before zh is published (the library may
- * connect that soon): once it is, record the connection if the library
- * has it.  The library's state is read under mu, which the watcher
+ * connect that soon, and a SASL login may be refused that soon): once it
+ * is, record the connection, or the refused authentication, if the
+ * library has it.  The library's state is read under mu, which the watcher
  * records under: a later report of the IO thread (the connection gone
  * again) is recorded after this, and one made before is what this reads,
  * so an older state never overwrites a newer one.  zoo_state reads a
@@ -164,16 +165,24 @@ static void
 session_catch_up(zhandle_t *zh)
 {
 	bool		connected = false;
+	bool		refused = false;
+	int			state;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	if (zkl_sess_state_handle() == zh && zoo_state(zh) == ZOO_CONNECTED_STATE)
+	state = zoo_state(zh);
+	if (zkl_sess_state_handle() == zh && state == ZOO_CONNECTED_STATE)
 		connected = session_record_locked(zh, ZOO_CONNECTED_STATE);
+	else if (zkl_sess_state_handle() == zh && state == ZOO_AUTH_FAILED_STATE &&
+			 !zkl_sess_state_auth_failed_locked())
+	{
+		(void) session_record_locked(zh, ZOO_AUTH_FAILED_STATE);
+		refused = true;
+	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (connected)
-	{
 		zkl_sess_cleanup_issue();
+	if (connected || refused)
 		zkl_sess_sync_kick();
-	}
 }
 
 /* Close the handle; main thread, never while holding mu. */

@@ -22,6 +22,7 @@ use Time::HiRes qw(time);
 use File::Copy qw(copy);
 use ZkCerts;
 use ZkEnsemble;
+use ZkGdb;
 use ZklockTest;
 
 my %users = (zklock => 'sasl-pw-1', other => 'sasl-pw-2');
@@ -142,6 +143,49 @@ like($err, qr/DETAIL:  Mechanism DIGEST-MD5 as user "zklock": server 127\.0\.0\.
 	'the detail names the mechanism, the user and the server');
 cmp_ok($took, '<', 10, 'within zklock.connect_timeout');
 is($threads, 1, 'no thread of the session is left in the backend');
+
+# How many refused SASL logins the servers logged so far.
+sub refusals
+{
+	my $n = 0;
+	for my $i (1 .. 3)
+	{
+		open my $fh, '<', $zk->log_file($i) or next;
+		$n += grep { /failed to SASL authenticate/ } <$fh>;
+		close $fh;
+	}
+	return $n;
+}
+
+# The refusal can come before the backend has published its handle, when
+# the session watcher drops what it hears: gdb holds the main thread there
+# until a server has refused the login; the call still fails at once.
+{
+	my $s = waiter($bad);
+	$s->query_safe("LOAD 'zklock'");
+	my $g = ZkGdb->attach(backend_pid($s), non_stop => 1);
+	SKIP:
+	{
+		skip "no gdb here: $ZkGdb::why", 3 unless $g;
+		like($g->cmd('break zkl_sess_state_start') // '', qr/Breakpoint 1 at/,
+			'a breakpoint where the new handle is published');
+		$g->cmd('continue -a &');
+		my $before = refusals();
+		start_wait($s, "\\set VERBOSITY verbose\nSELECT zk_lock('sasl-bad')");
+		ok($g->wait_for(qr/hit Breakpoint 1\b/, 30)
+			  && poll_until(sub { refusals() > $before }, 30),
+			'a server refused the login while the handle was not published')
+		  or diag($g->output);
+		my $t0 = time;
+		$g->cmd('continue -a &');
+		$g->detach;
+		my (undef, $gerr) = finish_wait($s);
+		like($gerr, qr/ERROR:  28000: SASL authentication with ZooKeeper .* failed/,
+			'the call still fails at once with 28000')
+		  or diag("took " . (time - $t0) . " s");
+	}
+	$s->quit;
+}
 
 set_conf('zklock.sasl_user' => 'nobody');
 ($err, $took, $threads) = failing_call();

@@ -9,7 +9,7 @@
 # address).  Locks work and exclude across two clusters, a held lock
 # survives the restart of every server after the first tickets expired; a missing keytab, a principal the keytab lacks, a KDC that is
 # down and a wrong service name fail at once (28000, 58P01), naming
-# Kerberos or GSSAPI.
+# Kerberos or GSSAPI.  Kerberos works over TLS too.
 
 use strict;
 use warnings;
@@ -21,6 +21,7 @@ use File::Copy qw(copy);
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use ZkCerts;
 use ZkEnsemble;
 use ZkKdc;
 use ZklockTest;
@@ -187,5 +188,33 @@ like($err, qr/ERROR:  28000: could not get Kerberos credentials of "zklock\@\Q$r
 cmp_ok($took, '<', 10, 'at once');
 is($threads, 1, 'no thread left');
 $kdc->start;
+
+# Kerberos over TLS: a server whose certificate names localhost, as
+# zklock.hosts does; TLS for the wire, GSSAPI for the identity.
+my $certs = ZkCerts->new(dir => "$PostgreSQL::Test::Utils::tmp_check/certs");
+my $ca = $certs->file('ca.pem');
+my $c = $certs->client('a');
+my $tzk = ZkEnsemble->new(
+	servers => 1,
+	sasl    => {
+		kerberos => {
+			keytab    => $zk_keytab,
+			principal => "zookeeper/localhost\@$realm",
+			krb5_conf => $kdc->krb5_conf } },
+	tls => {
+		keystore    => $certs->file('server-localhost.pem'),
+		truststore  => $ca,
+		client_cert => $c->{cert},
+		client_key  => $c->{key} });
+$hosts = 'localhost:' . $tzk->port(1);
+my $tn = gss_cluster('gsstls', "zklock.ssl = on", "zklock.ssl_ca_file = '$ca'",
+	"zklock.ssl_cert_file = '$c->{cert}'", "zklock.ssl_key_file = 'zk-client.key'");
+copy($c->{key}, $tn->data_dir . '/zk-client.key') or die $!;
+chmod 0600, $tn->data_dir . '/zk-client.key';
+like($tn->safe_psql('postgres', "SELECT zk_lock('gss-tls')"), qr/^\d+$/,
+	'a lock is taken over TLS with Kerberos');
+my $tlog = do { local $/; open my $fh, '<', $tzk->log_file(1) or die $!; <$fh> };
+like($tlog, qr/Successfully authenticated client: authenticationID=zklock\@\Q$realm\E;/,
+	'the server logged the Kerberos login over TLS');
 
 done_testing();

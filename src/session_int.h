@@ -43,7 +43,7 @@
  * is session_lease.c's), the clock's zkl_stamp_*; statics are session_*.
  * A function whose name ends in _locked is called with mu held.
  *
- * Thread rules for the whole family.  Five kinds of threads run its code:
+ * Thread rules for the whole family.  Six kinds of threads run its code:
  * the backend's main thread; the client library's IO thread (the session
  * and data watchers, completions, the log callback: zoo_set_io_completions,
  * a patch of ours, runs them there, and the library starts no completion
@@ -51,7 +51,9 @@
  * the lease thread of session_lease.c (while the session has lock nodes);
  * the resolver thread of session.c (while a session opens); and the
  * probe thread of session_tls.c (while a TLS session is slow to open, a
- * handshake of its own that names the cause).  Code on the last four
+ * handshake of its own that names the cause); and the Kerberos thread of
+ * session_sasl.c (while a GSSAPI session opens, getting its credentials
+ * from the KDC; one given up on ends by itself).  Code on the last five
  * kinds is plain C: it takes mu, copies results into
  * malloc'd memory, may send further asynchronous zoo_a* requests (clean-
  * ups, lease proofs) and writes the eventfd.  It never calls palloc, elog,

@@ -35,14 +35,19 @@
  * zklock.sasl_principal, into a memory cache of the session's own: never
  * the process's default cache, which KRB5CCNAME (or, on PostgreSQL 16 and
  * later, a client's delegated credentials) may fill with someone else's
- * tickets.  They are got when the session opens (the KDC asked on the main
- * thread), handed to each exchange with SASL_GSS_CREDS, and renewed from
- * the keytab before an exchange when less than ZKL_SASL_TICKET_MARGIN
- * remains.  GSS's texts name neither Kerberos nor GSSAPI; the messages
+ * tickets.  They are got when the session opens, by a thread of their own
+ * (the KDC may take Kerberos' own timeouts, 18 to 27 s for one that never
+ * answers) while the main thread waits with its latch, within
+ * zklock.connect_timeout and open to a cancel; a thread given up on ends
+ * by itself.  They are handed to each exchange with SASL_GSS_CREDS, and
+ * renewed from the keytab before an exchange when less than
+ * ZKL_SASL_TICKET_MARGIN remains (on the I/O thread: a KDC that never
+ * answers then holds that thread for Kerberos' timeouts).  GSS's texts name neither Kerberos nor GSSAPI; the messages
  * here do.
  *
- * Threads: session_sasl_user, session_sasl_secret and
- * session_sasl_prepare_conn run on the I/O thread; they read sasl_session,
+ * Threads: session_sasl_acquire_main runs on the acquiring thread, on its
+ * own ZklSaslAcquire only (handed over under mu).  session_sasl_user,
+ * session_sasl_secret and session_sasl_prepare_conn run on the I/O thread; they read sasl_session,
  * which the main thread writes before the handle starts and frees only
  * after it closed (zkl_sess_sasl_prepare of the next session), and only
  * session_sasl_prepare_conn changes it (the credentials and their cache)
@@ -57,6 +62,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -94,6 +100,9 @@
  */
 #define ZKL_SASL_TICKET_MARGIN 60
 
+/* The longest name of a memory cache of credentials. */
+#define ZKL_SASL_CCACHE_LEN 64
+
 /* The DIGEST-MD5 server name of every ZooKeeper server. */
 #define ZKL_SASL_DIGEST_HOST "zk-sasl-md5"
 
@@ -113,7 +122,7 @@ typedef struct ZklSaslSession
 	char	   *user;			/* DIGEST-MD5's user, GSSAPI's principal */
 	sasl_secret_t *secret;		/* the password, NULL without one */
 	gss_cred_id_t cred;			/* GSSAPI: from the keytab */
-	char		ccache[64];		/* GSSAPI: the credentials' MEMORY cache */
+	char		ccache[ZKL_SASL_CCACHE_LEN];	/* GSSAPI: their memory cache */
 	char	   *keytab;			/* GSSAPI: the keytab's path */
 	int			nservers;
 	ZklSaslServer *servers;
@@ -460,35 +469,43 @@ session_sasl_keytab_path(void)
 	return path;
 }
 
-/* Destroy a session's memory cache of credentials, if any; plain C. */
+/* Destroy a memory cache of credentials by name; plain C. */
 static void
-session_sasl_drop_ccache(ZklSaslSession *s)
+session_sasl_destroy_ccache(const char *name)
 {
 	krb5_context kc;
 	krb5_ccache cc;
 
-	if (s->ccache[0] == '\0')
-		return;
 	if (krb5_init_context(&kc) == 0)
 	{
-		if (krb5_cc_resolve(kc, s->ccache, &cc) == 0)
+		if (krb5_cc_resolve(kc, name, &cc) == 0)
 			krb5_cc_destroy(kc, cc);
 		krb5_free_context(kc);
 	}
+}
+
+/* Destroy a session's memory cache of credentials, if any; plain C. */
+static void
+session_sasl_drop_ccache(ZklSaslSession *s)
+{
+	if (s->ccache[0] == '\0')
+		return;
+	session_sasl_destroy_ccache(s->ccache);
 	s->ccache[0] = '\0';
 }
 
 /*
- * GSSAPI: credentials of the session's principal from its keytab alone,
- * in a new memory cache of the session's own, never the process's default
- * cache (KRB5CCNAME may hold anyone's tickets: a client's delegated
- * credentials, on PostgreSQL 16 and later).  MIT gets the initial ticket
- * from the KDC here.  They replace the session's credentials and cache.
- * Plain C: the main thread at open, the I/O thread before an exchange
- * whose ticket ran out (session_sasl_prepare_conn).
+ * GSSAPI: credentials of principal from keytab alone, in a new memory
+ * cache (its name into ccache, ZKL_SASL_CCACHE_LEN bytes), never the
+ * process's default cache (KRB5CCNAME may hold anyone's tickets: a
+ * client's delegated credentials, on PostgreSQL 16 and later).  MIT gets
+ * the initial ticket from the KDC here, which may take Kerberos' own
+ * timeouts.  Returns GSS's major status (*minor its minor one); on
+ * failure nothing is left.  Plain C, any thread.
  */
 static OM_uint32
-session_sasl_acquire(ZklSaslSession *s, OM_uint32 *minor)
+session_sasl_get_cred(const char *principal, const char *keytab,
+					  gss_cred_id_t *cred, char *ccache, OM_uint32 *minor)
 {
 	static unsigned int counter = 0;
 	gss_buffer_desc name_buf;
@@ -496,21 +513,20 @@ session_sasl_acquire(ZklSaslSession *s, OM_uint32 *minor)
 	gss_key_value_element_desc elements[2];
 	gss_key_value_set_desc store;
 	gss_OID_set_desc mechs;
-	gss_cred_id_t cred = GSS_C_NO_CREDENTIAL;
-	char		ccache[sizeof(s->ccache)];
 	OM_uint32	major;
 	OM_uint32	lmin;
 
-	snprintf(ccache, sizeof(ccache), "MEMORY:zklock-%d-%u", (int) getpid(),
-			 ++counter);
-	name_buf.value = s->user;
-	name_buf.length = strlen(s->user);
+	*cred = GSS_C_NO_CREDENTIAL;
+	snprintf(ccache, ZKL_SASL_CCACHE_LEN, "MEMORY:zklock-%d-%u", (int) getpid(),
+			 __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+	name_buf.value = (void *) principal;
+	name_buf.length = strlen(principal);
 	major = gss_import_name(minor, &name_buf, GSS_KRB5_NT_PRINCIPAL_NAME,
 							&name);
 	if (!GSS_ERROR(major))
 	{
 		elements[0].key = "client_keytab";
-		elements[0].value = s->keytab;
+		elements[0].value = keytab;
 		elements[1].key = "ccache";
 		elements[1].value = ccache;
 		store.count = 2;
@@ -518,23 +534,34 @@ session_sasl_acquire(ZklSaslSession *s, OM_uint32 *minor)
 		mechs.count = 1;
 		mechs.elements = (gss_OID) gss_mech_krb5;
 		major = gss_acquire_cred_from(minor, name, GSS_C_INDEFINITE, &mechs,
-									  GSS_C_INITIATE, &store, &cred,
+									  GSS_C_INITIATE, &store, cred,
 									  NULL, NULL);
 		gss_release_name(&lmin, &name);
 	}
 	if (GSS_ERROR(major))
 	{
-		krb5_context kc;
-		krb5_ccache cc;
-
-		if (krb5_init_context(&kc) == 0)
-		{
-			if (krb5_cc_resolve(kc, ccache, &cc) == 0)
-				krb5_cc_destroy(kc, cc);
-			krb5_free_context(kc);
-		}
-		return major;
+		session_sasl_destroy_ccache(ccache);
+		ccache[0] = '\0';
 	}
+	return major;
+}
+
+/*
+ * New credentials for the session, in place of its own; on failure it
+ * keeps them.  Plain C: the I/O thread, before an exchange whose ticket
+ * runs out (session_sasl_prepare_conn).
+ */
+static OM_uint32
+session_sasl_acquire(ZklSaslSession *s, OM_uint32 *minor)
+{
+	gss_cred_id_t cred;
+	char		ccache[ZKL_SASL_CCACHE_LEN];
+	OM_uint32	major = session_sasl_get_cred(s->user, s->keytab, &cred,
+											  ccache, minor);
+	OM_uint32	lmin;
+
+	if (GSS_ERROR(major))
+		return major;
 	if (s->cred != GSS_C_NO_CREDENTIAL)
 		gss_release_cred(&lmin, &s->cred);
 	session_sasl_drop_ccache(s);
@@ -543,19 +570,155 @@ session_sasl_acquire(ZklSaslSession *s, OM_uint32 *minor)
 	return major;
 }
 
-/* The session's first credentials, or raise naming Kerberos and GSSAPI. */
+/*
+ * The first credentials of a session, got on a thread of their own so
+ * that the main thread waits for the KDC with its latch: a cancel is
+ * served and zklock.connect_timeout bounds the wait.  A thread given up
+ * on finishes by itself and frees what it got.  Under mu: done,
+ * abandoned and the results.
+ */
+typedef struct ZklSaslAcquire
+{
+	char	   *principal;
+	char	   *keytab;
+	bool		done;
+	bool		abandoned;
+	OM_uint32	major;
+	OM_uint32	minor;
+	gss_cred_id_t cred;
+	char		ccache[ZKL_SASL_CCACHE_LEN];
+} ZklSaslAcquire;
+
+static void
+session_sasl_acquire_free(ZklSaslAcquire *a)
+{
+	OM_uint32	lmin;
+
+	if (a->cred != GSS_C_NO_CREDENTIAL)
+		gss_release_cred(&lmin, &a->cred);
+	if (a->ccache[0] != '\0')
+		session_sasl_destroy_ccache(a->ccache);
+	free(a->principal);
+	free(a->keytab);
+	free(a);
+}
+
+/* The acquiring thread; plain C. */
+static void *
+session_sasl_acquire_main(void *arg)
+{
+	ZklSaslAcquire *a = arg;
+	gss_cred_id_t cred;
+	char		ccache[ZKL_SASL_CCACHE_LEN];
+	OM_uint32	minor = 0;
+	OM_uint32	major = session_sasl_get_cred(a->principal, a->keytab, &cred,
+											  ccache, &minor);
+	bool		abandoned;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	a->major = major;
+	a->minor = minor;
+	a->cred = cred;
+	strlcpy(a->ccache, ccache, sizeof(a->ccache));
+	a->done = true;
+	abandoned = a->abandoned;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (abandoned)
+		session_sasl_acquire_free(a);
+	else
+		zkl_sess_sync_kick();
+	return NULL;
+}
+
+static bool
+session_sasl_acquire_done(void *arg)
+{
+	return ((ZklSaslAcquire *) arg)->done;
+}
+
+/* Let go of an acquisition: freed now if done, else by its thread. */
+static void
+session_sasl_acquire_abandon(ZklSaslAcquire *a)
+{
+	bool		done;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	done = a->done;
+	a->abandoned = true;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	if (done)
+		session_sasl_acquire_free(a);
+}
+
+/*
+ * The session's first credentials, within zklock.connect_timeout, or
+ * raise naming Kerberos and GSSAPI.  Main thread.
+ */
 static void
 session_sasl_gss_creds(ZklSaslSession *s)
 {
-	OM_uint32	major;
-	OM_uint32	minor = 0;
+	ZklSaslAcquire *a;
+	pthread_t	thread;
+	pthread_attr_t attr;
+	sigset_t	all;
+	sigset_t	saved;
+	int			err;
+	bool		done = false;
 	char		why[512];
 
 	s->keytab = session_sasl_strdup(session_sasl_keytab_path());
-	major = session_sasl_acquire(s, &minor);
-	if (GSS_ERROR(major))
+	a = calloc(1, sizeof(ZklSaslAcquire));
+	if (a == NULL || (a->principal = strdup(s->user)) == NULL ||
+		(a->keytab = strdup(s->keytab)) == NULL)
 	{
-		session_sasl_gss_text(major, minor, why, sizeof(why));
+		if (a != NULL)
+			session_sasl_acquire_free(a);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	}
+	a->cred = GSS_C_NO_CREDENTIAL;
+	/* The thread takes no signal of the backend's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &saved);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&thread, &attr, session_sasl_acquire_main, a);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (err != 0)
+	{
+		session_sasl_acquire_free(a);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start a thread to get Kerberos credentials"),
+				 errdetail_internal("%s", strerror(err))));
+	}
+	PG_TRY();
+	{
+		done = zkl_sess_wait_for(session_sasl_acquire_done, a,
+								 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															 zkl_connect_timeout));
+	}
+	PG_CATCH();
+	{
+		session_sasl_acquire_abandon(a);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (!done)
+	{
+		session_sasl_acquire_abandon(a);
+		ereport(ERROR,
+				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
+				 errmsg("could not get Kerberos credentials of \"%s\" for SASL GSSAPI: the KDC did not answer within %d ms",
+						s->user, zkl_connect_timeout),
+				 errhint("Check that the KDCs of krb5.conf are up and reachable, and zklock.connect_timeout.")));
+	}
+	if (GSS_ERROR(a->major))
+	{
+		session_sasl_gss_text(a->major, a->minor, why, sizeof(why));
+		session_sasl_acquire_free(a);
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 				 errmsg("could not get Kerberos credentials of \"%s\" for SASL GSSAPI from keytab \"%s\"",
@@ -563,6 +726,11 @@ session_sasl_gss_creds(ZklSaslSession *s)
 				 errdetail_internal("GSS: %s", why),
 				 errhint("Check the KDC, zklock.sasl_principal and zklock.sasl_keytab.")));
 	}
+	s->cred = a->cred;
+	strlcpy(s->ccache, a->ccache, sizeof(s->ccache));
+	a->cred = GSS_C_NO_CREDENTIAL;
+	a->ccache[0] = '\0';
+	session_sasl_acquire_free(a);
 }
 
 /*

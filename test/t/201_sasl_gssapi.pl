@@ -9,7 +9,8 @@
 # address).  Locks work and exclude across two clusters, a held lock
 # survives the restart of every server after the first tickets expired; a missing keytab, a principal the keytab lacks, a KDC that is
 # down and a wrong service name fail at once (28000, 58P01), naming
-# Kerberos or GSSAPI.  Kerberos works over TLS too.
+# Kerberos or GSSAPI; a KDC that never answers fails at
+# zklock.connect_timeout (08001).  Kerberos works over TLS too.
 
 use strict;
 use warnings;
@@ -18,6 +19,7 @@ use FindBin;
 use lib "$FindBin::Bin/../perl";
 
 use File::Copy qw(copy);
+use IO::Socket::INET;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
@@ -183,10 +185,37 @@ is($threads, 1, 'no thread left');
 set_conf('zklock.sasl_service' => 'zookeeper');
 $kdc->stop;
 ($err, $took, $threads) = failing_call();
-like($err, qr/ERROR:  28000: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI from keytab .*\n.*DETAIL:  GSS: .*Cannot contact any KDC for realm/s,
+like($err, qr/ERROR:  28000: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI from keytab .*\n.*DETAIL:  GSS: .*Cannot contact any KDC/s,
 	'a KDC that is down: 28000 naming Kerberos, GSSAPI and the cause');
 cmp_ok($took, '<', 10, 'at once');
 is($threads, 1, 'no thread left');
+
+# A KDC that never answers: its port held by sockets that read nothing.
+# The call gives up at zklock.connect_timeout; the thread that asked the
+# KDC ends when Kerberos' own timeouts do.
+{
+	my $tcp = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $kdc->port,
+		Proto => 'tcp', Listen => 16, ReuseAddr => 1) or die "listen: $!";
+	my $udp = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $kdc->port,
+		Proto => 'udp') or die "udp: $!";
+	set_conf('zklock.connect_timeout' => '3000');
+	my $s = waiter($bad);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $t0 = time;
+	$s->query("\\set VERBOSITY verbose\nSELECT zk_lock('gss-bad')");
+	my $took = time - $t0;
+	like($s->{stderr}, qr/ERROR:  08001: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI: the KDC did not answer within 3000 ms/,
+		'a KDC that never answers: 08001 at zklock.connect_timeout');
+	cmp_ok($took, '<', 8, 'the call returned at connect_timeout (3 s), not at Kerberos\' timeouts');
+	ok(poll_until(sub { my @t = glob("/proc/$pid/task/*"); @t == 1 }, 90),
+		'the thread that asked the KDC ends by itself');
+	$s->{stderr} = '';
+	is($s->query_safe('SELECT 1'), '1', 'the backend goes on');
+	$s->quit;
+	close $tcp;
+	close $udp;
+	set_conf('zklock.connect_timeout' => '10000');
+}
 $kdc->start;
 
 # Kerberos over TLS: a server whose certificate names localhost, as

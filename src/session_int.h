@@ -49,8 +49,8 @@
  * a patch of ours, runs them there, and the library starts no completion
  * thread);
  * the lease thread of session_lease.c (while the session has lock nodes);
- * the resolver thread of session.c (while a session opens); and the
- * probe thread of session_tls.c (while a TLS session is slow to open, a
+ * the resolver thread of session.c (while a session opens); the probe
+ * thread of session_tls.c (while a TLS session is slow to open, a
  * handshake of its own that names the cause); and the Kerberos thread of
  * session_sasl.c (while a GSSAPI session opens, getting its credentials
  * from the KDC; one given up on ends by itself).  Code on the last five

@@ -47,7 +47,7 @@ EXTVERSION := $(shell sed -n "s/^default_version = '\([^']*\)'.*/\1/p" \
 MODULE_big = zklock
 OBJS = src/deadlock.o src/engine.o src/engine_set.o src/queue.o src/fleet.o src/guc.o src/hosts.o src/lockset.o src/names.o src/owner.o src/recipe.o src/semaphore.o src/session.o src/stats.o \
 	src/session_cleanup.o src/session_clock.o src/session_lease.o src/session_log.o \
-	src/session_request.o src/session_state.o src/session_sync.o src/session_tls.o \
+	src/session_request.o src/session_sasl.o src/session_state.o src/session_sync.o src/session_tls.o \
 	src/session_wait.o src/sql_advisory.o src/sql_api.o src/sql_stats.o src/tls_shared.o src/zklock.o
 
 DATA = zklock--1.0.sql zklock--1.0--1.1.sql zklock--1.1--1.2.sql zklock--1.2--1.3.sql
@@ -61,7 +61,9 @@ PGFILEDESC = "zklock - cluster-wide advisory locks on ZooKeeper"
 # MODULE_big, not MODULES: PGXS ignores SHLIB_LINK for MODULES.  The
 # multithreaded client sends heartbeats while the backend is busy.
 #
-# The client is Apache's 3.8.0 C client with OpenSSL and the patches in
+# The client is Apache's 3.8.0 C client with OpenSSL, Cyrus SASL
+# (libsasl2, linked dynamically as OpenSSL is; zklock itself links MIT's
+# GSS-API and krb5 for its Kerberos credentials) and the patches in
 # test/zkc/ (Debian's libzookeeper_mt has no TLS), built by
 # test/build_zkc.sh into $(ZKLOCK_ZKC): in a release from the source in
 # zookeeper/ into zkc-build/zkc (the first make does it); in a clone,
@@ -86,8 +88,8 @@ endif
 ZKLOCK_HARDEN_LDFLAGS := $(shell DEB_BUILD_MAINT_OPTIONS="hardening=+all reproducible=-all" \
 	dpkg-buildflags --get LDFLAGS 2>/dev/null || echo "-Wl,-z,relro -Wl,-z,now")
 SHLIB_LINK = $(ZKLOCK_ZKC)/lib/libzookeeper.a $(ZKLOCK_ZKC)/lib/libhashtable.a \
-	-lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
-PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H \
+	-lsasl2 -lgssapi_krb5 -lkrb5 -lssl -lcrypto -lpthread -Wl,--exclude-libs,ALL $(ZKLOCK_HARDEN_LDFLAGS)
+PG_CPPFLAGS = -I$(ZKLOCK_ZKC)/include -DTHREADED -DHAVE_OPENSSL_H -DHAVE_CYRUS_SASL_H \
 	-DZKL_VERSION='"$(EXTVERSION)"'
 # No JIT bitcode: nothing here is worth inlining, and it needs clang.
 override with_llvm = no
@@ -261,8 +263,8 @@ ZKC_TEST_FLAGS_multi_mutex = \
 test/zkc/test_%: test/zkc/test_%.c test/zkc/zkc_test.h test/unit/tap.h \
 		$(ZKLOCK_ZKC)/include/zookeeper/zookeeper.h $(ZKLOCK_ZKC)/lib/libzookeeper.a
 	$(CC) -Wall -Wextra -Werror -O1 -g $(ZKC_TEST_FLAGS_$*) -DTHREADED -DHAVE_OPENSSL_H \
-		-I$(ZKLOCK_ZKC)/include -o $@ $< $(ZKLOCK_ZKC)/lib/libzookeeper.a \
-		$(ZKLOCK_ZKC)/lib/libhashtable.a -lssl -lcrypto -lpthread
+		-DHAVE_CYRUS_SASL_H -I$(ZKLOCK_ZKC)/include -o $@ $< $(ZKLOCK_ZKC)/lib/libzookeeper.a \
+		$(ZKLOCK_ZKC)/lib/libhashtable.a -lsasl2 -lssl -lcrypto -lpthread
 
 test: deps
 	@sh test/deps.sh deb test

@@ -14,7 +14,9 @@
  * zklock.ssl_ticket_max_age, hidden, lets a test shorten the bound on
  * resumption.
  * The next session opened uses them, and session_tls.c reads the files
- * then.
+ * then.  The zklock.sasl_* settings are scoped the same way (SASL
+ * authentication, session_sasl.c); zklock.sasl_mechanism takes the names
+ * Cyrus SASL gives the mechanisms zklock supports, in any case.
  *
  * zklock.fleet_advisory_keys is superuser-only, as zklock's acquiring
  * functions are not for PUBLIC: it lets pg_advisory_* calls on the keys it
@@ -58,6 +60,13 @@ char	   *zkl_ssl_crl_file = NULL;
 bool		zkl_ssl_hostname_verification = true;
 char	   *zkl_ssl_key_file = NULL;
 int			zkl_ssl_ticket_max_age = 300;
+char	   *zkl_sasl_host = NULL;
+char	   *zkl_sasl_keytab = NULL;
+char	   *zkl_sasl_mechanism = NULL;
+char	   *zkl_sasl_password_file = NULL;
+char	   *zkl_sasl_principal = NULL;
+char	   *zkl_sasl_service = NULL;
+char	   *zkl_sasl_user = NULL;
 
 static const struct config_enum_entry guc_naming_options[] = {
 	{"mutex", ZKL_NAMING_MUTEX, false},
@@ -340,6 +349,37 @@ guc_assign_fleet_keys(const char *newval, void *extra)
 }
 
 /*
+ * zklock.sasl_mechanism: empty (off) or a mechanism zklock supports,
+ * written as SASL names it whatever case it was given in.
+ */
+static bool
+guc_check_sasl_mechanism(char **newval, void **extra, GucSource source)
+{
+	static const char *const mechanisms[] = {"DIGEST-MD5", "GSSAPI"};
+
+	(void) extra;
+	(void) source;
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	for (size_t i = 0; i < lengthof(mechanisms); i++)
+		if (pg_strcasecmp(*newval, mechanisms[i]) == 0)
+		{
+			char	   *canon = zkl_compat_guc_malloc(strlen(mechanisms[i]) + 1);
+
+			if (canon == NULL)
+				return false;
+			strcpy(canon, mechanisms[i]);
+			zkl_compat_guc_free(*newval);
+			*newval = canon;
+			return true;
+		}
+	GUC_check_errdetail("zklock does not support the SASL mechanism \"%s\".",
+						*newval);
+	GUC_check_errhint("Use DIGEST-MD5 (a user and a password file) or GSSAPI (Kerberos, a keytab), or an empty string for no SASL.");
+	return false;
+}
+
+/*
  * Whether a pg_advisory_* key is fleet-wide: pair is the (int, int) form,
  * whose key holds k1 in its high half and k2 in its low half.
  */
@@ -446,6 +486,62 @@ zkl_guc_define(void)
 							   PGC_SUSET,
 							   0,
 							   guc_check_root, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_host",
+							   "Server name the SASL exchange names (the host part of the service principal).",
+							   "Empty: for GSSAPI the server's name as written in zklock.hosts, for DIGEST-MD5 zk-sasl-md5, the name ZooKeeper servers use.",
+							   &zkl_sasl_host,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_keytab",
+							   "Location of the keytab holding zklock.sasl_principal's key, for GSSAPI.",
+							   "Relative paths are relative to the data directory. It must not be readable by group or others.",
+							   &zkl_sasl_keytab,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_mechanism",
+							   "SASL mechanism new ZooKeeper sessions authenticate with.",
+							   "Empty for none; DIGEST-MD5 (zklock.sasl_user and zklock.sasl_password_file) or GSSAPI (Kerberos: zklock.sasl_principal and zklock.sasl_keytab).",
+							   &zkl_sasl_mechanism,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   guc_check_sasl_mechanism, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_password_file",
+							   "Location of the file whose first line is zklock.sasl_user's password, for DIGEST-MD5.",
+							   "Relative paths are relative to the data directory. It must not be readable by group or others, as for zklock.ssl_key_file.",
+							   &zkl_sasl_password_file,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_principal",
+							   "Kerberos principal zklock authenticates as, for GSSAPI.",
+							   "Its key must be in zklock.sasl_keytab.",
+							   &zkl_sasl_principal,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_service",
+							   "Service name of the ZooKeeper servers in the SASL exchange.",
+							   "The first part of their Kerberos principal (zookeeper/host@REALM), and of DIGEST-MD5's digest-uri.",
+							   &zkl_sasl_service,
+							   "zookeeper",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("zklock.sasl_user",
+							   "User name zklock authenticates as, for DIGEST-MD5.",
+							   "One of the users of the servers' JAAS Server section (user_<name>).",
+							   &zkl_sasl_user,
+							   "",
+							   PGC_SIGHUP,
+							   0,
+							   NULL, NULL, NULL);
 	DefineCustomIntVariable("zklock.session_timeout",
 							"ZooKeeper session timeout requested for new sessions.",
 							"The ensemble may negotiate it into its own bounds. Locks held by a backend that stopped answering are freed after it.",

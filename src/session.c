@@ -41,6 +41,7 @@
 #include "guc.h"
 #include "hosts.h"
 #include "session_int.h"
+#include "session_sasl.h"
 #include "session_tls.h"
 #include "stats.h"
 
@@ -152,8 +153,9 @@ session_watcher(zhandle_t *zh, int type, int state, const char *path,
 
 /*
  * The watcher drops what it hears before zh is published (the library may
- * connect that soon): once it is, record the connection if the library
- * has it.  The library's state is read under mu, which the watcher
+ * connect that soon, and a SASL login may be refused that soon): once it
+ * is, record the connection, or the refused authentication, if the
+ * library has it.  The library's state is read under mu, which the watcher
  * records under: a later report of the IO thread (the connection gone
  * again) is recorded after this, and one made before is what this reads,
  * so an older state never overwrites a newer one.  zoo_state reads a
@@ -163,16 +165,24 @@ static void
 session_catch_up(zhandle_t *zh)
 {
 	bool		connected = false;
+	bool		refused = false;
+	int			state;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	if (zkl_sess_state_handle() == zh && zoo_state(zh) == ZOO_CONNECTED_STATE)
+	state = zoo_state(zh);
+	if (zkl_sess_state_handle() == zh && state == ZOO_CONNECTED_STATE)
 		connected = session_record_locked(zh, ZOO_CONNECTED_STATE);
+	else if (zkl_sess_state_handle() == zh && state == ZOO_AUTH_FAILED_STATE &&
+			 !zkl_sess_state_auth_failed_locked())
+	{
+		(void) session_record_locked(zh, ZOO_AUTH_FAILED_STATE);
+		refused = true;
+	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (connected)
-	{
 		zkl_sess_cleanup_issue();
+	if (connected || refused)
 		zkl_sess_sync_kick();
-	}
 }
 
 /* Close the handle; main thread, never while holding mu. */
@@ -549,7 +559,11 @@ session_start_handle(const char *hosts, int *init_errno)
 	errno = 0;
 	if (zkl_ssl)
 		zh = zkl_sess_tls_init(hosts, session_watcher, zkl_session_timeout,
-						  zkl_sess_log_callback);
+							   zkl_sess_log_callback, zkl_sess_sasl_params());
+	else if (zkl_sess_sasl_params() != NULL)
+		zh = zookeeper_init_sasl(hosts, session_watcher, zkl_session_timeout,
+								 NULL, NULL, 0, zkl_sess_log_callback,
+								 zkl_sess_sasl_params());
 	else
 		zh = zookeeper_init2(hosts, session_watcher, zkl_session_timeout,
 							 NULL, NULL, 0, zkl_sess_log_callback);
@@ -649,6 +663,8 @@ session_open(void)
 	zhandle_t  *zh;
 	bool		connected;
 	bool		auth_failed;
+	bool		sasl_failed = false;
+	char		sasl_why[600];
 	int			init_errno;
 	char	   *hosts;
 	int			closed;
@@ -674,6 +690,7 @@ session_open(void)
 				 errmsg("could not generate random lock node id")));
 	zkl_sess_request_set_identity();
 	zkl_sess_tls_prepare();
+	zkl_sess_sasl_prepare();
 	hosts = session_resolve();
 	t_resolved = GetCurrentTimestamp();
 	zkl_open_servers = zkl_hosts_count(hosts);
@@ -685,6 +702,7 @@ session_open(void)
 	PG_TRY();
 	{
 		zkl_sess_tls_servers(hosts);
+		zkl_sess_sasl_servers(hosts);
 		zkl_sess_sync_acquire_fds(ZKL_LIBRARY_FDS);
 	}
 	PG_CATCH();
@@ -809,12 +827,28 @@ session_open(void)
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (connected)
 	{
+		PG_TRY();
+		{
+			zkl_sess_sasl_learn_identity(zh,
+										 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																	 zkl_connect_timeout));
+		}
+		PG_CATCH();
+		{
+			session_close();
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
 		zkl_sess_tls_share();
 		if (zkl_log_sessions)
 			session_log_open(zh, t_begin, t_resolved, t_started);
 		return;
 	}
+	if (auth_failed)
+		sasl_failed = zkl_sess_sasl_failure(zh, sasl_why, sizeof(sasl_why));
 	session_close();
+	if (sasl_failed)
+		zkl_sess_sasl_raise_failed(sasl_why);
 	if (closed >= zkl_open_servers)
 	{
 		zkl_sess_tls_explain_closed(deadline);

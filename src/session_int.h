@@ -21,6 +21,10 @@
  *						start with zookeeper_init_ssl, the certificate
  *						identity, the TLS error of a connection that never
  *						completes
+ *	 session_sasl.c		SASL (session_sasl.h): the settings and the password
+ *						file read, Cyrus SASL started, the callbacks and
+ *						parameters of the handle's SASL login, the sasl
+ *						identity (whoAmI), the errors of a refused login
  *	 session_state.c	the handle and what the library says of it: state,
  *						negotiated timeout, session id, loss, the requests
  *						under way, the meaning of its result codes
@@ -39,15 +43,17 @@
  * is session_lease.c's), the clock's zkl_stamp_*; statics are session_*.
  * A function whose name ends in _locked is called with mu held.
  *
- * Thread rules for the whole family.  Five kinds of threads run its code:
+ * Thread rules for the whole family.  Six kinds of threads run its code:
  * the backend's main thread; the client library's IO thread (the session
  * and data watchers, completions, the log callback: zoo_set_io_completions,
  * a patch of ours, runs them there, and the library starts no completion
  * thread);
  * the lease thread of session_lease.c (while the session has lock nodes);
- * the resolver thread of session.c (while a session opens); and the
- * probe thread of session_tls.c (while a TLS session is slow to open, a
- * handshake of its own that names the cause).  Code on the last four
+ * the resolver thread of session.c (while a session opens); the probe
+ * thread of session_tls.c (while a TLS session is slow to open, a
+ * handshake of its own that names the cause); and the Kerberos thread of
+ * session_sasl.c (while a GSSAPI session opens, getting its credentials
+ * from the KDC; one given up on ends by itself).  Code on the last five
  * kinds is plain C: it takes mu, copies results into
  * malloc'd memory, may send further asynchronous zoo_a* requests (clean-
  * ups, lease proofs) and writes the eventfd.  It never calls palloc, elog,

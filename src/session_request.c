@@ -38,6 +38,7 @@
 #include "compat.h"
 #include "guc.h"
 #include "session_int.h"
+#include "session_sasl.h"
 #include "session_tls.h"
 #include "stats.h"
 
@@ -380,7 +381,8 @@ session_got_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
 		if (!(e->perms & (ZOO_PERM_DELETE | ZOO_PERM_ADMIN)) ||
 			(strcmp(e->id.scheme, "digest") == 0 &&
 			 strcmp(e->id.id, own) == 0) ||
-			zkl_sess_tls_is_own_id(e->id.scheme, e->id.id))
+			zkl_sess_tls_is_own_id(e->id.scheme, e->id.id) ||
+			zkl_sess_sasl_is_own_id(e->id.scheme, e->id.id))
 			continue;
 		len = strlen(e->id.scheme) + strlen(e->id.id) + 32;
 		if ((op->acl_problem = malloc(len)) != NULL)
@@ -489,7 +491,8 @@ session_acl(void)
 	static struct ACL entries[2];
 	static struct ACL_vector own = {2, entries};
 
-	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity())
+	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity() &&
+		!zkl_sess_sasl_has_identity())
 		return &ZOO_OPEN_ACL_UNSAFE;
 
 	/* This identity may do anything, everyone may read. */
@@ -743,7 +746,8 @@ zkl_session_get_acl(const char *path)
 {
 	ZklOp	   *op;
 
-	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity())
+	if (zkl_req_own_digest[0] == '\0' && !zkl_sess_tls_has_identity() &&
+		!zkl_sess_sasl_has_identity())
 		return NULL;
 	op = session_new_op(ZKL_OP_ACL);
 	return session_sent(op,
@@ -930,6 +934,9 @@ session_raise_rc(ZklOpKind kind, int rc, const char *path)
 	const char *failed = zkl_req_messages[kind].failed;
 	int			code;
 
+	if (rc == ZSESSIONCLOSEDREQUIRESASLAUTH)
+		zkl_sess_sasl_raise_required(failed, path);
+
 	switch (zkl_sess_state_rc(rc))
 	{
 		case ZKL_RC_CONNECTION_LOST:
@@ -951,6 +958,8 @@ session_raise_rc(ZklOpKind kind, int rc, const char *path)
 					 errdetail_internal("%s", zerror(rc)),
 					 zkl_sess_tls_has_identity() ?
 					 errhint("The node belongs to another ZooKeeper identity: check the certificate in zklock.ssl_cert_file and zklock.root.") :
+					 zkl_sess_sasl_has_identity() ?
+					 errhint("The node belongs to another ZooKeeper identity: check zklock.sasl_user (or zklock.sasl_principal) and zklock.root.") :
 					 errhint("The node belongs to another ZooKeeper identity: check zklock.auth and zklock.root.")));
 			break;
 		default:

@@ -1927,18 +1927,24 @@ zkl_sess_tls_describe(void)
 
 /*
  * Start the handle over TLS with the session's context and servers
- * (zkl_sess_tls_servers); called where zookeeper_init2 would be, with
+ * (zkl_sess_tls_servers), authenticating with SASL when sasl is given
+ * (C client patch 0042); called where zookeeper_init2 would be, with
  * every signal blocked.  NULL with errno set when it could not start.
  */
 zhandle_t *
 zkl_sess_tls_init(const char *hosts, watcher_fn watcher, int timeout_ms,
-				  log_callback_fn log)
+				  log_callback_fn log, zoo_sasl_params_t *sasl)
 {
 	if (tls_session == NULL)
 	{
 		errno = EINVAL;
 		return NULL;
 	}
+	if (sasl != NULL)
+		return zookeeper_init_ssl_ctx_sasl(hosts, tls_session->ctx,
+										   tls_prepare, tls_session, watcher,
+										   timeout_ms, NULL, NULL, 0, log,
+										   sasl);
 	return zookeeper_init_ssl_ctx(hosts, tls_session->ctx, tls_prepare,
 								  tls_session, watcher, timeout_ms, NULL, NULL,
 								  0, log);

@@ -23,7 +23,8 @@ extern void zkl_sess_tls_share(void);
 extern void zkl_sess_tls_follow_settings(void);
 extern const char *zkl_sess_tls_describe(void);
 extern zhandle_t *zkl_sess_tls_init(const char *hosts, watcher_fn watcher,
-							   int timeout_ms, log_callback_fn log);
+							   int timeout_ms, log_callback_fn log,
+							   zoo_sasl_params_t *sasl);
 extern bool zkl_sess_tls_all_refused_locked(void);
 extern bool zkl_sess_tls_refusal_detail(char *out, size_t cap);
 extern bool zkl_sess_tls_wait_connect(bool (*ready) (void *), TimestampTz deadline);

@@ -38,7 +38,8 @@
 # -fstack-protector-strong; the same flags without dpkg-buildflags;
 # test/check_hardening.sh checks the objects) and WANT_SOCK_CLOEXEC (its
 # sockets and, with patch 0014, its wake-up pipe are close-on-exec).  It
-# needs a C compiler, make, CMake, patch and OpenSSL's headers, nothing
+# needs a C compiler, make, CMake, patch, OpenSSL's and Cyrus SASL's
+# headers (WITH_CYRUS_SASL: a library built without SASL is refused), nothing
 # else: no network, no Java, no root.  The result goes to ZKLOCK_ZKC
 # (default $ZKLOCK_PG_CACHE/zkc): lib/, include/zookeeper/, and "source"
 # (the tree's Source line).  A stamp written last names the source, the
@@ -54,7 +55,7 @@ prefix=${ZKLOCK_ZKC:-$cache/zkc}
 stamp="$prefix/.zklock-build-complete"
 tarball=${ZKLOCK_ZK_SOURCE:-}
 jute=${ZKLOCK_ZK_JUTE_JAR:-/usr/share/java/zookeeper-jute.jar}
-cmake_opts="-DWITH_OPENSSL=ON -DWITH_CYRUS_SASL=OFF -DWANT_CPPUNIT=OFF -DWANT_SOCK_CLOEXEC=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
+cmake_opts="-DWITH_OPENSSL=ON -DWITH_CYRUS_SASL=ON -DWANT_CPPUNIT=OFF -DWANT_SOCK_CLOEXEC=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo"
 prepare_only=0
 [ "${1:-}" = --prepare ] && prepare_only=1
 
@@ -92,6 +93,8 @@ missing() {
 		case $t in
 		ssl) echo '#include <openssl/ssl.h>' | cc -E - >/dev/null 2>&1 ||
 			printf ' %s' "OpenSSL's headers (libssl-dev, openssl-devel)" ;;
+		sasl) echo '#include <sasl/sasl.h>' | cc -E - >/dev/null 2>&1 ||
+			printf ' %s' "Cyrus SASL's headers (libsasl2-dev, cyrus-sasl-devel)" ;;
 		*) command -v "$t" >/dev/null 2>&1 || printf ' %s' "$t" ;;
 		esac
 	done
@@ -241,13 +244,13 @@ build() {
 		[ -f "$prefix/lib/libzookeeper.a" ]; then
 		return 0
 	fi
-	need=$(missing cc make cmake patch ssl)
+	need=$(missing cc make cmake patch ssl sasl)
 	# A release's build (ZKLOCK_ZK_TREE: a package build, PGXN) installs
 	# nothing; a clone's make deps does, as root on Debian.
 	if [ -n "$need" ] && [ -z "$tree" ] && as_root_on_debian; then
 		log=/dev/null
-		apt_install gcc make cmake patch libssl-dev
-		need=$(missing cc make cmake patch ssl)
+		apt_install gcc make cmake patch libssl-dev libsasl2-dev
+		need=$(missing cc make cmake patch ssl sasl)
 	fi
 	if [ -n "$need" ]; then
 		echo "build_zkc.sh: building the ZooKeeper C client needs:$need" >&2
@@ -274,6 +277,12 @@ build() {
 		{ step="check the configuration"; fail "SOCK_CLOEXEC_ENABLED is not defined in include/config.h"; }
 	nm libzookeeper.a 2>/dev/null | grep -q ' T zookeeper_init_ssl$' ||
 		{ step="check the library"; fail "no zookeeper_init_ssl in libzookeeper.a"; }
+	# CMake builds without SASL, with a warning only, when it finds no
+	# Cyrus SASL: refuse such a library.
+	for sym in zookeeper_init_sasl zoo_sasl_make_basic_callbacks zookeeper_init_ssl_ctx_sasl; do
+		nm libzookeeper.a 2>/dev/null | grep -q " T $sym\$" ||
+			{ step="check the library"; fail "no $sym in libzookeeper.a: the client was built without Cyrus SASL (libsasl2-dev)"; }
+	done
 	rm -rf "$prefix"
 	mkdir -p "$prefix/lib" "$prefix/include/zookeeper"
 	cp libzookeeper.a libhashtable.a "$prefix/lib/"
@@ -283,7 +292,7 @@ build() {
 	echo "$want" >"$stamp"
 	cd "$top"
 	rm -rf "$work"
-	echo "build_zkc.sh: ZooKeeper C client with TLS built in $prefix in $(($(date +%s) - start)) s" >&2
+	echo "build_zkc.sh: ZooKeeper C client with TLS and SASL built in $prefix in $(($(date +%s) - start)) s" >&2
 }
 
 if [ -n "$tree" ]; then

@@ -32,7 +32,7 @@ result "$([ "$(field Package)" = "$pkg" ] && echo 1 || echo 0)" \
 
 # Every dependency's package name, one a line.
 deps=$(field Depends | tr ',' '\n' | sed 's/^ *//; s/[ (].*//' | sort -u | tr '\n' ' ')
-want="libc6 libssl3 postgresql-$major "
+want="libc6 libgssapi-krb5-2 libkrb5-3 libsasl2-2 libsasl2-modules libsasl2-modules-gssapi-mit libssl3 postgresql-$major "
 result "$([ "$deps" = "$want" ] && echo 1 || echo 0)" \
 	"$pkg depends on $want(got: $(field Depends))"
 
@@ -51,8 +51,9 @@ for f in $files; do [ -f "deb/$f" ] || ok=0; done
 result "$ok" "the source package ${dsc:-deb/postgresql-zklock_*.dsc} has zklock's and the client's upstream tarballs (got: $files)"
 bdeps=$(sed -n '/^Build-Depends:/,/^[^ ]/p' "$dsc" 2>/dev/null | sed '$d' | tr -d '\n')
 result "$(echo "$bdeps" | grep -q cmake && echo "$bdeps" | grep -q libssl-dev &&
+	echo "$bdeps" | grep -q libsasl2-dev && echo "$bdeps" | grep -q libkrb5-dev &&
 	! echo "$bdeps" | grep -qE 'java|jdk|jre' && echo 1 || echo 0)" \
-	"its Build-Depends name CMake and OpenSSL's headers, and no Java ($bdeps)"
+	"its Build-Depends name CMake, OpenSSL's, Cyrus SASL's and Kerberos' headers, and no Java ($bdeps)"
 if [ "$(id -u)" -eq 0 ]; then
 	result "$(grep -q '^make deb: building .* with no network, .* hidden' deb/build.log && echo 1 || echo 0)" \
 		"the binary packages were built from the .dsc with no network, no ZooKeeper cache and no Java (deb/build.log)"
@@ -65,8 +66,8 @@ so="$tmp$("$pgc" --pkglibdir)/zklock.so"
 # The dynamic loader (ld-linux) serves the client's thread-local variables.
 needed=$(readelf -d "$so" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
 	grep -v '^ld-linux' | sort | tr '\n' ' ')
-result "$([ "$needed" = "libc.so.6 libcrypto.so.3 libssl.so.3 " ] && echo 1 || echo 0)" \
-	"zklock.so needs only the C library, libssl and libcrypto (got: $needed)"
+result "$([ "$needed" = "libc.so.6 libcrypto.so.3 libgssapi_krb5.so.2 libkrb5.so.3 libsasl2.so.2 libssl.so.3 " ] && echo 1 || echo 0)" \
+	"zklock.so needs only the C library, libssl, libcrypto, libsasl2, libgssapi_krb5 and libkrb5 (got: $needed)"
 
 ext="$tmp$("$pgc" --sharedir)/extension"
 missing=""

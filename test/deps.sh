@@ -11,7 +11,8 @@
 #   sh test/deps.sh --list SET      the packages of one set, a line each
 #   build:  make, gcc, postgresql-server-dev-15 (PGXS, pg_config); for the
 #           TLS-capable ZooKeeper C client zklock links (test/build_zkc.sh):
-#           cmake, libssl-dev, patch, dpkg-dev (its source package and the
+#           cmake, libssl-dev, libsasl2-dev (Cyrus SASL), libkrb5-dev
+#           (GSS-API, zklock's Kerberos credentials), patch, dpkg-dev (its source package and the
 #           hardening flags), libzookeeper-java (the jute compiler's jar)
 #           and a Java runtime to run it
 #   deb:    debhelper and postgresql-server-dev-all (pg_buildext and the
@@ -55,14 +56,15 @@ npm_tools=0
 for set in "$@"; do
 	case $set in
 	build) PACKAGES="$PACKAGES make gcc postgresql-server-dev-15 cmake libssl-dev \
-patch dpkg-dev libzookeeper-java default-jre-headless" ;;
+libsasl2-dev libkrb5-dev patch dpkg-dev libzookeeper-java default-jre-headless" ;;
 	deb) PACKAGES="$PACKAGES debhelper postgresql-server-dev-all" ;;
 	demo) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper" ;;
 	test) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
 libipc-run-perl python3-kazoo netcat-openbsd \
 libcurator-recipes-java libcurator-framework-java libcurator-client-java \
 default-jdk-headless pgbouncer postgresql-15-cron gdb strace \
-openssl libio-socket-ssl-perl prometheus-postgres-exporter iproute2 util-linux \
+openssl libio-socket-ssl-perl libsasl2-modules libsasl2-modules-gssapi-mit \
+krb5-kdc krb5-admin-server prometheus-postgres-exporter iproute2 util-linux \
 lintian autopkgtest pgxnclient unzip \
 sqitch libdbd-pg-perl ruby-activerecord ruby-pg"
 		npm_tools=1 ;;

@@ -27,7 +27,7 @@ cd "$top" || exit 1
 passed=0
 failed=0
 zk_line=${ZKLOCK_ZK_SERVER:-3.8}
-ZK39_TESTS="test/t/010_exclusion.pl test/t/040_failover.pl test/t/080_interop.pl test/t/170_tls.pl"
+ZK39_TESTS="test/t/010_exclusion.pl test/t/040_failover.pl test/t/080_interop.pl test/t/170_tls.pl test/t/200_sasl.pl test/t/201_sasl_gssapi.pl"
 count() { passed=$((passed + $1)); failed=$((failed + $2)); }
 # Count the "ok"/"not ok" lines of a TAP stream.
 count_tap() {

@@ -17,7 +17,8 @@
                              the error's class name
 
 Optional first arguments: --auth USER:PASSWORD authenticates with digest;
---tls CA,CERT,KEY connects over TLS with that client certificate.
+--sasl USER:PASSWORD with SASL DIGEST-MD5 (python3-pure-sasl); --tls
+CA,CERT,KEY connects over TLS with that client certificate.
 
 Runs under Debian's /usr/bin/python3, where python3-kazoo is installed.
 """
@@ -42,9 +43,14 @@ def walk(zk, path, out):
 def main(argv):
     auth = []
     tls = {}
-    while len(argv) > 2 and argv[1] in ("--auth", "--tls"):
+    sasl = {}
+    while len(argv) > 2 and argv[1] in ("--auth", "--sasl", "--tls"):
         if argv[1] == "--auth":
             auth = [("digest", argv[2])]
+        elif argv[1] == "--sasl":
+            user, password = argv[2].split(":", 1)
+            sasl = dict(sasl_options=dict(mechanism="DIGEST-MD5",
+                                          username=user, password=password))
         else:
             ca, cert, key = argv[2].split(",")
             tls = dict(use_ssl=True, ca=ca, certfile=cert, keyfile=key,
@@ -64,7 +70,7 @@ def main(argv):
     else:
         data = b""
     hosts, cmd, path = argv[1], argv[2], argv[3]
-    zk = KazooClient(hosts=hosts, timeout=10.0, auth_data=auth, **tls)
+    zk = KazooClient(hosts=hosts, timeout=10.0, auth_data=auth, **tls, **sasl)
     zk.start(timeout=15)
     try:
         if cmd == "ls":

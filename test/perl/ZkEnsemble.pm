@@ -109,6 +109,17 @@ each server also serves a plain client port, by the same Netty code
 (plain_connect_string names them): the benchmark's fair comparison of TLS
 and plain on the same servers.
 
+sasl (hashref: users, a hashref of user name => password; enforce,
+default 1): the servers authenticate clients with SASL DIGEST-MD5 (a JAAS
+file of their own with a Server section of DigestLoginModule and those
+users, ZooKeeper's SASL authentication provider); with enforce, they admit
+no session that has not authenticated with SASL (enforce.auth.enabled,
+enforce.auth.schemes=sasl).  With kerberos (hashref: keytab, principal,
+krb5_conf; ZkKdc), the Server section logs in to that principal with
+Krb5LoginModule instead, for GSSAPI (the KDC must be up first), and the
+servers name a client by its principal's bare user name
+(kerberos.removeHostFromPrincipal, kerberos.removeRealmFromPrincipal).
+
 server_line: '3.8' or '3.9' (default: $ENV{ZKLOCK_ZK_SERVER}, else '3.8').
 
 address: a code ref giving server $i's address (default 127.0.0.1 for
@@ -145,6 +156,7 @@ sub new
 		extra_conf    => { %{ $args{extra_conf} // {} } },
 		jvm_opts      => $args{jvm_opts} // '',
 		tls           => $args{tls},
+		sasl          => $args{sasl},
 		plain_too     => $args{tls} && $args{plain_too} ? 1 : 0,
 		address       => $args{address},
 		spawn_hook    => $args{spawn_hook},
@@ -156,6 +168,7 @@ sub new
 	}, $class;
 
 	$self->_allocate_ports;
+	$self->_write_jaas if $self->{sasl};
 	$self->_write_config($_) for 1 .. $n;
 
 	push @ensembles, $self;
@@ -914,6 +927,23 @@ sub _write_config
 		$conf{clientPortAddress} = $self->_addr($i);
 	}
 	my @jvm_props;
+	if (my $sasl = $self->{sasl})
+	{
+		$conf{'authProvider.sasl'} =
+		  'org.apache.zookeeper.server.auth.SASLAuthenticationProvider';
+		if ($sasl->{enforce} // 1)
+		{
+			$conf{'enforce.auth.enabled'} = 'true';
+			$conf{'enforce.auth.schemes'} = 'sasl';
+		}
+		push @jvm_props, "-Djava.security.auth.login.config=$self->{jaas}";
+		if (my $k = $sasl->{kerberos})
+		{
+			push @jvm_props, "-Djava.security.krb5.conf=$k->{krb5_conf}";
+			$conf{'kerberos.removeHostFromPrincipal'}  = 'true';
+			$conf{'kerberos.removeRealmFromPrincipal'} = 'true';
+		}
+	}
 	while (my ($k, $v) = each %{ $self->{extra_conf} })
 	{
 		if ($JVM_PROPERTY_KEYS{$k}) { push @jvm_props, "-D$k=$v" }
@@ -955,6 +985,29 @@ sub _write_config
 		'-cp', $self->{classpath} . ($self->{tls} ? ':/usr/share/java/netty-codec.jar' : ''),
 		$self->{n} == 1 ? $MAIN_STANDALONE : $MAIN_QUORUM,
 		$s->{cfg} ];
+	return;
+}
+
+# The servers' JAAS file (the sasl option): a Server section whose
+# DigestLoginModule knows the users, for DIGEST-MD5.
+sub _write_jaas
+{
+	my ($self) = @_;
+	my $users = $self->{sasl}{users} // {};
+	$self->{jaas} = File::Spec->catfile($self->{basedir}, 'jaas.conf');
+	open my $fh, '>', $self->{jaas} or croak "could not write $self->{jaas}: $!";
+	if (my $k = $self->{sasl}{kerberos})
+	{
+		print $fh "Server {\n  com.sun.security.auth.module.Krb5LoginModule required\n"
+		  . "  useKeyTab=true\n  keyTab=\"$k->{keytab}\"\n  storeKey=true\n"
+		  . "  useTicketCache=false\n  principal=\"$k->{principal}\";\n};\n";
+		close $fh or croak "could not write $self->{jaas}: $!";
+		return;
+	}
+	print $fh "Server {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n";
+	print $fh join("\n", map { "  user_$_=\"$users->{$_}\"" } sort keys %$users),
+	  ";\n};\n";
+	close $fh or croak "could not write $self->{jaas}: $!";
 	return;
 }
 

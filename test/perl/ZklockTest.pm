@@ -50,7 +50,8 @@ sub zk_cluster
 
 # Run test/zkq.py (kazoo) against $zk, a ZkEnsemble or a connect string:
 # what it printed, chomped; $? holds its exit status.  Options go first, in
-# a hash ref: auth => 'user:password' (a digest identity), tls => [ CA,
+# a hash ref: auth => 'user:password' (a digest identity), sasl =>
+# 'user:password' (SASL DIGEST-MD5), tls => [ CA,
 # certificate, key ] (TLS with that client certificate).  The command's
 # words go to zkq.py as they are (no shell).
 sub zkq
@@ -60,6 +61,7 @@ sub zkq
 	my $hosts = ref $zk ? $zk->connect_string : $zk;
 	my @pre;
 	push @pre, '--auth', $opt->{auth} if $opt->{auth};
+	push @pre, '--sasl', $opt->{sasl} if $opt->{sasl};
 	push @pre, '--tls', join(',', @{ $opt->{tls} }) if $opt->{tls};
 	open(my $fh, '-|', '/usr/bin/python3', $zkq_py, @pre, $hosts, @cmd)
 	  or die "cannot run zkq.py: $!";

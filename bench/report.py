@@ -126,6 +126,11 @@ class Result:
         return sum(vals) / len(vals) if vals else float("nan")
 
 
+def pair_ratios(b):
+    """The per-pair ratios of a pair run's B side (pg_client pair), per round."""
+    return [float(s["pair_ratio_p50"]) for s in b.sums if "pair_ratio_p50" in s]
+
+
 LABEL = {
     "floor": "floor       C client, create+delete",
     "floor-async": "floor-async C client, delete not awaited",
@@ -486,6 +491,47 @@ else:
 TLS_OPENS = tls_opens(tls["cron", "zklock", "tls"]) if TROUNDS else []
 emit()
 
+# SASL
+SROUNDS = int(meta.get("sasl_rounds_done") or 0)
+SASL_WHO = (("DIGEST-MD5", "sasl-plain-digest", "digest"), ("GSSAPI", "sasl-plain-gss", "gssapi"))
+emit("12. SASL: zklock with zklock.sasl_mechanism against plain on the same servers (3-server"
+     " ensembles that admit both; GSSAPI against a private MIT KDC, the backends logging in from"
+     " a keytab), zklock preloaded on both sides, %d rounds" % SROUNDS)
+sasl = {}
+for mech, plain, who in SASL_WHO:
+    if not SROUNDS:
+        break
+    sasl["cycle", mech] = (Result("sasl", plain, "s", SROUNDS), Result("sasl", who, "s", SROUNDS))
+    sasl["cron", mech] = (Result("cron", plain, "s", SROUNDS), Result("cron", who, "s", SROUNDS))
+    p, t = sasl["cycle", mech]
+    pr = pair_ratios(t)
+    if p.ok and t.ok and pr:
+        emit("  %-12s uncontended cycle, in turn with plain: plain p50 %s ms, %s p50 %s ms; median"
+             " per-pair ratio %.3fx (per round %s)"
+             % (mech + ":", ms(p.p50), mech, ms(t.p50), sorted(pr)[(len(pr) - 1) // 2],
+                " ".join("%.3fx" % x for x in pr)))
+    else:
+        emit("  %-12s uncontended cycle FAILED: %s" % (mech + ":", "; ".join((p.fails + t.fails)[:2])))
+    p, t = sasl["cron", mech]
+    if p.ok and t.ok:
+        emit("  %-12s new session (cron-job pattern): plain p50 %s ms (p99 %s), %s p50 %s ms (p99 %s):"
+             " %s plain; per round plain %s, %s %s ms"
+             % (mech + ":", ms(p.p50), ms(p.p99), mech, ms(t.p50), ms(t.p99), ratio(t.p50, p.p50),
+                " ".join(ms(x) for x in p.round_p50), mech, " ".join(ms(x) for x in t.round_p50)))
+        for side, r in (("plain", p), (mech, t)):
+            o_ = tls_opens(r)
+            if o_:
+                o = [sum(x) / len(x) for x in zip(*o_)]
+                emit("   breakdown, %s session open (means of %d opens logged): %s ms = setup %s"
+                     " + threads %s + connection%s and session creation %s"
+                     % (side, len(o_), ms(o[0]), ms(o[1]), ms(o[2]),
+                        "" if side == "plain" else ", SASL exchange", ms(o[3])))
+    else:
+        emit("  %-12s new session FAILED: %s" % (mech + ":", "; ".join((p.fails + t.fails)[:2])))
+if not SROUNDS:
+    emit("  no SASL rounds (the KDC, the ensembles or the clusters did not start)")
+emit()
+
 # sets: five free locks taken and released as one
 SET_PEERS = ["zklock", "zklock-five", "curator"]
 LABEL_SET = {
@@ -739,10 +785,6 @@ for me in ("zklock", "zklock-xact"):
 # an unlisted key what it costs without zklock.  Each is measured as a
 # pair, one cycle of each in turn in one run (pg_client.c, run_pair): the
 # routed cycle on the same backend and ZooKeeper session as zk_lock's.
-def pair_ratios(b):
-    return [float(s["pair_ratio_p50"]) for s in b.sums if "pair_ratio_p50" in s]
-
-
 for fig, a_who, b_who, goal, what in (
         ("routed", "zklock", "zklock-routed", 1.05,
          "routed pg_advisory_lock + pg_advisory_unlock cycle (zklock.fleet_advisory_keys = '*')"
@@ -987,6 +1029,28 @@ if TROUNDS:
         target(False, "uncontended cycle over TLS: no result")
 else:
     target(False, "TLS: no rounds (the TLS ensemble or clusters did not start)")
+
+# Issue 45: a SASL session costs one or two round trips more to open, and
+# nothing more per lock.
+for mech, plain, who in SASL_WHO:
+    if not SROUNDS:
+        target(False, "SASL: no rounds (the KDC, the ensembles or the clusters did not start)")
+        break
+    p, t = sasl["cron", mech]
+    if p.ok and t.ok:
+        target(t.p50 <= 1.5 * p.p50, "new session with %s <= 1.5x plain (same servers, both"
+               " preloaded): %s ms = %s plain (%s ms)" % (mech, ms(t.p50), ratio(t.p50, p.p50), ms(p.p50)))
+    else:
+        target(False, "new session with %s: no result" % mech)
+    p, t = sasl["cycle", mech]
+    pr = pair_ratios(t)
+    if p.ok and t.ok and pr:
+        med = sorted(pr)[(len(pr) - 1) // 2]
+        target(med <= 1.05, "uncontended cycle with %s the same as plain (within 1.05x, in turn):"
+               " median of the per-pair ratios %.3fx; p50 %s ms against %s ms"
+               % (mech, med, ms(t.p50), ms(p.p50)))
+    else:
+        target(False, "uncontended cycle with %s: no result" % mech)
 
 failed = [(f, w, "", r) for (f, w), r in res.items() if r.fails] + \
     [(f, w, " at distance", r) for (f, w), r in resd.items() if r.fails]

@@ -101,7 +101,7 @@ cleanup() {
 		wait "$p" 2>/dev/null
 	done
 	if [ -n "$W" ]; then
-		for c in pgzk central pgtls pgplain; do
+		for c in pgzk central pgtls pgplain pgdigest pggss pgsaslp; do
 			[ -f "$W/$c/postmaster.pid" ] &&
 				runuser -u postgres -- "$bindir/pg_ctl" -D "$W/$c" -m fast -w -t 60 stop >/dev/null 2>&1
 		done
@@ -113,10 +113,11 @@ cleanup() {
 		done
 		[ -f "$W/ensemble/ensemble.state" ] &&
 			perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/ensemble" >/dev/null 2>&1
-		for e in tls-ensemble tls39-ensemble; do
+		for e in tls-ensemble tls39-ensemble sasl/digest sasl/gssapi; do
 			[ -f "$W/$e/ensemble.state" ] &&
 				perl -I "$top/test/perl" "$top/test/zk_ensemble.pl" stop --dir "$W/$e" >/dev/null 2>&1
 		done
+		[ -f "$W/sasl/kdc.pid" ] && kill -KILL "$(cat "$W/sasl/kdc.pid")" 2>/dev/null
 		if [ "${BENCH_KEEP:-0}" = 1 ]; then
 			echo "bench: work directory kept: $W" >&2
 		else
@@ -319,7 +320,7 @@ at_distance 0
 run_one() {
 	fig=$1 who=$2 out=$R/$1.$2.$3
 	case $fig in
-	cycle|latency|cron|set|routed|unlisted) limit=150 ;;
+	cycle|latency|cron|set|routed|unlisted|sasl) limit=150 ;;
 	*) limit=$((SECS + 90)) ;;
 	esac
 	case $fig.$who in
@@ -341,6 +342,14 @@ run_one() {
 	cycle.zklock-tls) set -- "$W/bin/pg_client" cycle "$CI_TLS" zklock $WRM "$CYC" "$out" ;;
 	cron.zklock-tls) set -- "$W/bin/pg_client" cron "$CI_TLS" zklock 5 "$CN" "$out" ;;
 	cycle.tls-plain) set -- "$W/bin/pg_client" cycle "$CI_PLAIN" zklock $WRM "$CYC" "$out" ;;
+	# SASL: the cycle as a pair (plain and SASL in turn, two backends
+	# pinned with the client to one CPU), the new session in runs
+	sasl.digest) set -- "$W/bin/pg_client" pair "$CI_SASLP" zklock "$CI_DIGEST" zklock $WRM "$CYC" "$R/sasl.sasl-plain-digest.$3" "$out" ;;
+	sasl.gssapi) set -- "$W/bin/pg_client" pair "$CI_SASLPG" zklock "$CI_GSS" zklock $WRM "$CYC" "$R/sasl.sasl-plain-gss.$3" "$out" ;;
+	cron.digest) set -- "$W/bin/pg_client" cron "$CI_DIGEST" zklock 5 "$CN" "$out" ;;
+	cron.gssapi) set -- "$W/bin/pg_client" cron "$CI_GSS" zklock 5 "$CN" "$out" ;;
+	cron.sasl-plain-digest) set -- "$W/bin/pg_client" cron "$CI_SASLP" zklock 5 "$CN" "$out" ;;
+	cron.sasl-plain-gss) set -- "$W/bin/pg_client" cron "$CI_SASLPG" zklock 5 "$CN" "$out" ;;
 	cron.tls-plain) set -- "$W/bin/pg_client" cron "$CI_PLAIN" zklock 5 "$CN" "$out" ;;
 	*.curator-plain) set -- java -Xmx512m $J_NETTY -cp "$CP_JN" CuratorBench "$fig" "$TLSP_HOSTS" \
 		$([ "$fig" = cron ] && echo 5 || echo $JW) "$([ "$fig" = cron ] && echo "$CN" || echo "$CYC")" "$out" ;;
@@ -386,8 +395,17 @@ run_one() {
 	$PY "$B/zkstat.py" "$HOSTS" reset >/dev/null 2>&1
 	srv_at=$(server_ticks)
 	log_at=$(stat -c %s "$W/pgzk.log" 2>/dev/null || echo 0)
-	tls_log_at=$(stat -c %s "$W/pgtls.log" 2>/dev/null || echo 0)
-	plain_log_at=$(stat -c %s "$W/pgplain.log" 2>/dev/null || echo 0)
+	# a cluster that logs its sessions (zklock.log_sessions): this run's
+	# opens, for the breakdowns
+	case $fig.$who in
+	cron.zklock-tls) slog=pgtls ;;
+	cron.tls-plain) slog=pgplain ;;
+	cron.digest) slog=pgdigest ;;
+	cron.gssapi) slog=pggss ;;
+	cron.sasl-plain-*) slog=pgsaslp ;;
+	*) slog="" ;;
+	esac
+	slog_at=$(stat -c %s "$W/$slog.log" 2>/dev/null || echo 0)
 	# In the background, so that a signal to this script runs the trap at
 	# once; timeout signals the contender's whole process group.
 	timeout -k 5 "$limit" "$@" >"$out.log" 2>&1 &
@@ -398,12 +416,8 @@ run_one() {
 	BG_PIDS=$(echo "$BG_PIDS" | sed "s/ $cur\b//")
 	$PY "$B/zkstat.py" "$HOSTS" maxlat >"$out.zk" 2>/dev/null || rm -f "$out.zk"
 	echo "server_cpu_us=$((($(server_ticks) - srv_at) * 1000000 / CLK_TCK))" >"$out.srv"
-	if [ "$fig.$who" = cron.zklock-tls ]; then
-		# the TLS cluster logs every open: this run's, for the breakdown
-		tail -c +$((tls_log_at + 1)) "$W/pgtls.log" >"$out.sessions" 2>/dev/null
-	fi
-	if [ "$fig.$who" = cron.tls-plain ]; then
-		tail -c +$((plain_log_at + 1)) "$W/pgplain.log" >"$out.sessions" 2>/dev/null
+	if [ -n "$slog" ]; then
+		tail -c +$((slog_at + 1)) "$W/$slog.log" >"$out.sessions" 2>/dev/null
 	fi
 	if [ "$fig.$who" = cron.zklock-trace ]; then
 		# zklock.log_sessions: every open and close of the run (the last
@@ -677,6 +691,94 @@ fi
 echo "tls_rounds_done=$tls_rounds_done" >>"$R/meta"
 echo "tls39_rounds_done=$tls39_rounds_done" >>"$R/meta"
 
+
+# ---------------------------------------------------------------- SASL
+# zklock with SASL (zklock.sasl_mechanism) against plain on the same
+# servers: bench/sasl_servers.pl starts a private KDC and two 3-server
+# ensembles that admit SASL and plain sessions alike, one for DIGEST-MD5,
+# one whose servers log in to Kerberos for GSSAPI.  Three clusters alike
+# but for the SASL settings, zklock preloaded, sessions logged: "pgdigest",
+# "pggss" (its backends log in from a keytab of their own) and "pgsaslp"
+# (plain; pointed at either ensemble by the connection).  Over SASL_ROUNDS
+# rounds, for each mechanism: the uncontended cycle as a pair (plain and
+# SASL in turn in one run) and the cron-job pattern (a new session each
+# sample: the SASL exchange shows), plain and SASL in an order swapped
+# each round.
+SASL_ROUNDS=2
+sasl_rounds_done=0
+say "starting a KDC and two 3-server ensembles that admit SASL (DIGEST-MD5, GSSAPI)"
+perl -I "$top/test/perl" "$B/sasl_servers.pl" "$W/sasl" >"$W/sasl.log" 2>&1 &
+SASL_PID=$!
+BG_PIDS="$BG_PIDS $SASL_PID"
+i=0
+while [ ! -f "$W/sasl/sasl.env" ] && [ $i -lt 1800 ] && kill -0 $SASL_PID 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+SASL_OK=0
+if [ -f "$W/sasl/sasl.env" ]; then
+	. "$W/sasl/sasl.env"
+	mkdir -p "$W/pgsasl"
+	printf '%s\n' "$SASL_PASSWORD" >"$W/pgsasl/zk.pw"
+	cp "$SASL_KEYTAB" "$W/pgsasl/zklock.keytab"
+	chown -R postgres "$W/pgsasl"
+	chmod 600 "$W/pgsasl/zk.pw" "$W/pgsasl/zklock.keytab"
+	# the backends read the private realm's krb5.conf (the postmaster's
+	# environment); the keytab is all they log in with
+	export KRB5_CONFIG KRB5_KDC_PROFILE
+	DIGEST_PORT=$(free_port)
+	GSS_PORT=$(free_port)
+	SASLP_PORT=$(free_port)
+	start_cluster pgdigest "$DIGEST_PORT" "zklock.hosts = '$SASL_DIGEST_HOSTS'
+zklock.sasl_mechanism = 'DIGEST-MD5'
+zklock.sasl_user = 'zklock'
+zklock.sasl_password_file = '$W/pgsasl/zk.pw'
+zklock.root = '/zkdigest'
+zklock.log_sessions = on
+shared_preload_libraries = 'zklock'" &&
+	start_cluster pggss "$GSS_PORT" "zklock.hosts = '$SASL_GSS_HOSTS'
+zklock.sasl_mechanism = 'GSSAPI'
+zklock.sasl_principal = '$SASL_PRINCIPAL'
+zklock.sasl_keytab = '$W/pgsasl/zklock.keytab'
+zklock.root = '/zkgss'
+zklock.log_sessions = on
+shared_preload_libraries = 'zklock'" &&
+	start_cluster pgsaslp "$SASLP_PORT" "zklock.hosts = '$SASL_DIGEST_HOSTS'
+zklock.root = '/zksaslp'
+zklock.log_sessions = on
+shared_preload_libraries = 'zklock'" && SASL_OK=1
+	unset KRB5_CONFIG KRB5_KDC_PROFILE
+fi
+if [ $SASL_OK = 1 ]; then
+	CI_DIGEST="host=127.0.0.1 port=$DIGEST_PORT user=postgres dbname=postgres"
+	CI_GSS="host=127.0.0.1 port=$GSS_PORT user=postgres dbname=postgres"
+	CI_SASLP="host=127.0.0.1 port=$SASLP_PORT user=postgres dbname=postgres"
+	CI_SASLPG="$CI_SASLP options='-c zklock.hosts=$SASL_GSS_HOSTS'"
+	r=1
+	while [ $r -le $SASL_ROUNDS ]; do
+		for mech in digest gssapi; do
+			run_one sasl "$mech" "s$r"
+			plain=sasl-plain-digest
+			[ $mech = gssapi ] && plain=sasl-plain-gss
+			for who in $(rotate $((r - 1)) "$plain" "$mech"); do
+				run_one cron "$who" "s$r"
+			done
+		done
+		sasl_rounds_done=$r
+		r=$((r + 1))
+	done
+else
+	say "SASL: the servers or the clusters did not start: no SASL rows ($(tail -2 "$W/sasl.log" | tr '\n' ' '))"
+fi
+# the servers stop now (the driver stops them by PID on TERM)
+if kill -TERM $SASL_PID 2>/dev/null; then
+	i=0
+	while kill -0 $SASL_PID 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+fi
+echo "sasl_rounds_done=$sasl_rounds_done" >>"$R/meta"
 
 # ---------------------------------------------------------------- herd
 # HERD waiters queue on one lock; then the holder releases and each waiter

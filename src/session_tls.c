@@ -119,7 +119,8 @@ typedef struct ZklTlsTrust
 /*
  * A file as stat() sees it: what changes whenever its contents do (a write
  * sets its change time, ctime, which no utime() sets back), so that an
- * unchanged file need not be read again.  present: it was stat()ed.
+ * unchanged file need not be read again.  present: it was stat()ed; taken:
+ * the wall-clock time just before (the clock file times come from).
  */
 typedef struct ZklTlsFileId
 {
@@ -129,7 +130,18 @@ typedef struct ZklTlsFileId
 	off_t		size;
 	struct timespec mtime;
 	struct timespec ctime;
+	struct timespec taken;
 } ZklTlsFileId;
+
+/*
+ * A file's times advance by the tick of the kernel's file clock, or by
+ * whole seconds on some filesystems: a file rewritten with the same size
+ * within one tick of the stat() that took its identity keeps that
+ * identity.  So, as git's "racily clean" rule, an identity whose mtime or
+ * ctime is not older than the time it was taken minus this margin proves
+ * nothing: the file is read and digested again (tls_file_same).
+ */
+#define ZKL_TLS_RACY_SECS 2
 
 /* Why a load of the trust failed. */
 typedef enum ZklTrustError
@@ -376,7 +388,8 @@ tls_file_id(const char *path, ZklTlsFileId *id)
 	struct stat st;
 
 	memset(id, 0, sizeof(*id));
-	if (path == NULL || path[0] == '\0' || stat(path, &st) != 0 ||
+	if (path == NULL || path[0] == '\0' ||
+		clock_gettime(CLOCK_REALTIME, &id->taken) != 0 || stat(path, &st) != 0 ||
 		!S_ISREG(st.st_mode))
 		return;
 	id->present = true;
@@ -387,14 +400,28 @@ tls_file_id(const char *path, ZklTlsFileId *id)
 	id->ctime = st.st_ctim;
 }
 
+/* Whether time t is not older than taken minus ZKL_TLS_RACY_SECS. */
+static bool
+tls_time_racy(const struct timespec *t, const struct timespec *taken)
+{
+	time_t		limit = taken->tv_sec - ZKL_TLS_RACY_SECS;
+
+	return t->tv_sec > limit ||
+		(t->tv_sec == limit && t->tv_nsec >= taken->tv_nsec);
+}
+
 /*
  * Whether a file seen now (a) is the one seen before (b): both stat()ed,
- * same device, inode, size, modification and change times.  Plain C.
+ * same device, inode, size, modification and change times, and b not
+ * racy: its times older than when it was taken by ZKL_TLS_RACY_SECS, so
+ * that a rewrite since would have moved them.  Plain C.
  */
 static bool
 tls_file_same(const ZklTlsFileId *a, const ZklTlsFileId *b)
 {
-	return a->present && b->present && a->dev == b->dev &&
+	return a->present && b->present &&
+		!tls_time_racy(&b->mtime, &b->taken) &&
+		!tls_time_racy(&b->ctime, &b->taken) && a->dev == b->dev &&
 		a->ino == b->ino && a->size == b->size &&
 		a->mtime.tv_sec == b->mtime.tv_sec &&
 		a->mtime.tv_nsec == b->mtime.tv_nsec &&

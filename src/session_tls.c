@@ -271,24 +271,35 @@ tls_openssl_error(void)
 	return reason ? reason : "no further information";
 }
 
-/* A setting's file as an absolute path (malloc'd): relative to PGDATA. */
-static char *
-tls_path(const char *setting, const char *value)
+/* Raises the error for a file setting zklock.ssl needs and is not set. */
+static void
+tls_path_check(const char *setting, const char *value)
 {
-	char	   *path;
-
 	if (value == NULL || value[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("%s is not set, but zklock.ssl is on", setting),
 				 errhint("Set %s in postgresql.conf, or turn zklock.ssl off.",
 						 setting)));
-	path = is_absolute_path(value) ? strdup(value) :
-		strdup(psprintf("%s/%s", DataDir, value));
-	if (path == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
+}
+
+/*
+ * A setting's file as an absolute path (malloc'd; relative to PGDATA), or
+ * NULL without memory.  It raises nothing, so that a caller taking
+ * several frees the others.
+ */
+static char *
+tls_path(const char *value)
+{
+	size_t		n;
+	char	   *path;
+
+	if (is_absolute_path(value))
+		return strdup(value);
+	n = strlen(DataDir) + strlen(value) + 2;
+	path = malloc(n);
+	if (path != NULL)
+		snprintf(path, n, "%s/%s", DataDir, value);
 	return path;
 }
 
@@ -1490,6 +1501,7 @@ zkl_sess_tls_prepare(void)
 	char	   *certp;
 	char	   *keyp;
 	char	   *crl = NULL;
+	bool		crl_oom = false;
 	ZklTlsFileId ids[4];
 
 	if (!zkl_ssl)
@@ -1497,11 +1509,26 @@ zkl_sess_tls_prepare(void)
 		tls_forget();
 		return;
 	}
-	ca = tls_path("zklock.ssl_ca_file", zkl_ssl_ca_file);
-	certp = tls_path("zklock.ssl_cert_file", zkl_ssl_cert_file);
-	keyp = tls_path("zklock.ssl_key_file", zkl_ssl_key_file);
-	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
-		crl = tls_path("zklock.ssl_crl_file", zkl_ssl_crl_file);
+	/* every check that raises before the first path is allocated */
+	tls_path_check("zklock.ssl_ca_file", zkl_ssl_ca_file);
+	tls_path_check("zklock.ssl_cert_file", zkl_ssl_cert_file);
+	tls_path_check("zklock.ssl_key_file", zkl_ssl_key_file);
+	ca = tls_path(zkl_ssl_ca_file);
+	certp = tls_path(zkl_ssl_cert_file);
+	keyp = tls_path(zkl_ssl_key_file);
+	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0' &&
+		(crl = tls_path(zkl_ssl_crl_file)) == NULL)
+		crl_oom = true;
+	if (ca == NULL || certp == NULL || keyp == NULL || crl_oom)
+	{
+		free(ca);
+		free(certp);
+		free(keyp);
+		free(crl);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	}
 	if (tls_built_still_holds(ca, certp, keyp, crl, ids))
 	{
 		free(ca);

@@ -238,7 +238,7 @@ dist:
 # on loopback sockets of its own (no ZooKeeper server), some under
 # AddressSanitizer or with the linker's --wrap around a library call.
 ZKC_TESTS = test/zkc/test_init_ssl_leak test/zkc/test_endpoint_text \
-	test/zkc/test_host_list test/zkc/test_multi_mutex
+	test/zkc/test_host_list test/zkc/test_multi_mutex test/zkc/test_tls_io
 unit: test/unit/test_names test/unit/test_owner test/unit/test_hosts $(ZKC_TESTS)
 	@./test/unit/test_names
 	@./test/unit/test_owner

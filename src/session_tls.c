@@ -119,7 +119,8 @@ typedef struct ZklTlsTrust
 /*
  * A file as stat() sees it: what changes whenever its contents do (a write
  * sets its change time, ctime, which no utime() sets back), so that an
- * unchanged file need not be read again.  present: it was stat()ed.
+ * unchanged file need not be read again.  present: it was stat()ed; taken:
+ * the wall-clock time just before (the clock file times come from).
  */
 typedef struct ZklTlsFileId
 {
@@ -129,7 +130,18 @@ typedef struct ZklTlsFileId
 	off_t		size;
 	struct timespec mtime;
 	struct timespec ctime;
+	struct timespec taken;
 } ZklTlsFileId;
+
+/*
+ * A file's times advance by the tick of the kernel's file clock, or by
+ * whole seconds on some filesystems: a file rewritten with the same size
+ * within one tick of the stat() that took its identity keeps that
+ * identity.  So, as git's "racily clean" rule, an identity whose mtime or
+ * ctime is not older than the time it was taken minus this margin proves
+ * nothing: the file is read and digested again (tls_file_same).
+ */
+#define ZKL_TLS_RACY_SECS 2
 
 /* Why a load of the trust failed. */
 typedef enum ZklTrustError
@@ -259,24 +271,35 @@ tls_openssl_error(void)
 	return reason ? reason : "no further information";
 }
 
-/* A setting's file as an absolute path (malloc'd): relative to PGDATA. */
-static char *
-tls_path(const char *setting, const char *value)
+/* Raises the error for a file setting zklock.ssl needs and is not set. */
+static void
+tls_path_check(const char *setting, const char *value)
 {
-	char	   *path;
-
 	if (value == NULL || value[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
 				 errmsg("%s is not set, but zklock.ssl is on", setting),
 				 errhint("Set %s in postgresql.conf, or turn zklock.ssl off.",
 						 setting)));
-	path = is_absolute_path(value) ? strdup(value) :
-		strdup(psprintf("%s/%s", DataDir, value));
-	if (path == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("out of memory")));
+}
+
+/*
+ * A setting's file as an absolute path (malloc'd; relative to PGDATA), or
+ * NULL without memory.  It raises nothing, so that a caller taking
+ * several frees the others.
+ */
+static char *
+tls_path(const char *value)
+{
+	size_t		n;
+	char	   *path;
+
+	if (is_absolute_path(value))
+		return strdup(value);
+	n = strlen(DataDir) + strlen(value) + 2;
+	path = malloc(n);
+	if (path != NULL)
+		snprintf(path, n, "%s/%s", DataDir, value);
 	return path;
 }
 
@@ -376,7 +399,8 @@ tls_file_id(const char *path, ZklTlsFileId *id)
 	struct stat st;
 
 	memset(id, 0, sizeof(*id));
-	if (path == NULL || path[0] == '\0' || stat(path, &st) != 0 ||
+	if (path == NULL || path[0] == '\0' ||
+		clock_gettime(CLOCK_REALTIME, &id->taken) != 0 || stat(path, &st) != 0 ||
 		!S_ISREG(st.st_mode))
 		return;
 	id->present = true;
@@ -387,14 +411,28 @@ tls_file_id(const char *path, ZklTlsFileId *id)
 	id->ctime = st.st_ctim;
 }
 
+/* Whether time t is not older than taken minus ZKL_TLS_RACY_SECS. */
+static bool
+tls_time_racy(const struct timespec *t, const struct timespec *taken)
+{
+	time_t		limit = taken->tv_sec - ZKL_TLS_RACY_SECS;
+
+	return t->tv_sec > limit ||
+		(t->tv_sec == limit && t->tv_nsec >= taken->tv_nsec);
+}
+
 /*
  * Whether a file seen now (a) is the one seen before (b): both stat()ed,
- * same device, inode, size, modification and change times.  Plain C.
+ * same device, inode, size, modification and change times, and b not
+ * racy: its times older than when it was taken by ZKL_TLS_RACY_SECS, so
+ * that a rewrite since would have moved them.  Plain C.
  */
 static bool
 tls_file_same(const ZklTlsFileId *a, const ZklTlsFileId *b)
 {
-	return a->present && b->present && a->dev == b->dev &&
+	return a->present && b->present &&
+		!tls_time_racy(&b->mtime, &b->taken) &&
+		!tls_time_racy(&b->ctime, &b->taken) && a->dev == b->dev &&
 		a->ino == b->ino && a->size == b->size &&
 		a->mtime.tv_sec == b->mtime.tv_sec &&
 		a->mtime.tv_nsec == b->mtime.tv_nsec &&
@@ -1463,6 +1501,7 @@ zkl_sess_tls_prepare(void)
 	char	   *certp;
 	char	   *keyp;
 	char	   *crl = NULL;
+	bool		crl_oom = false;
 	ZklTlsFileId ids[4];
 
 	if (!zkl_ssl)
@@ -1470,11 +1509,26 @@ zkl_sess_tls_prepare(void)
 		tls_forget();
 		return;
 	}
-	ca = tls_path("zklock.ssl_ca_file", zkl_ssl_ca_file);
-	certp = tls_path("zklock.ssl_cert_file", zkl_ssl_cert_file);
-	keyp = tls_path("zklock.ssl_key_file", zkl_ssl_key_file);
-	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0')
-		crl = tls_path("zklock.ssl_crl_file", zkl_ssl_crl_file);
+	/* every check that raises before the first path is allocated */
+	tls_path_check("zklock.ssl_ca_file", zkl_ssl_ca_file);
+	tls_path_check("zklock.ssl_cert_file", zkl_ssl_cert_file);
+	tls_path_check("zklock.ssl_key_file", zkl_ssl_key_file);
+	ca = tls_path(zkl_ssl_ca_file);
+	certp = tls_path(zkl_ssl_cert_file);
+	keyp = tls_path(zkl_ssl_key_file);
+	if (zkl_ssl_crl_file != NULL && zkl_ssl_crl_file[0] != '\0' &&
+		(crl = tls_path(zkl_ssl_crl_file)) == NULL)
+		crl_oom = true;
+	if (ca == NULL || certp == NULL || keyp == NULL || crl_oom)
+	{
+		free(ca);
+		free(certp);
+		free(keyp);
+		free(crl);
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory")));
+	}
 	if (tls_built_still_holds(ca, certp, keyp, crl, ids))
 	{
 		free(ca);

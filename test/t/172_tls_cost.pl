@@ -12,7 +12,8 @@
 # cuts the server's replies into records as the test asks.  A backend
 # reads its TLS files once (strace counts their opens): not again for a
 # reconnect, nor for the next session, while no file changed, and all of
-# them again once one did; with zklock preloaded the postmaster reads them,
+# them again once one did, or while one's times are too recent to prove
+# it unchanged (racily clean); with zklock preloaded the postmaster reads them,
 # and a backend not at all (a file it cannot use is logged at start and
 # reported by the backend).
 
@@ -181,7 +182,7 @@ SKIP:
 		set => { 'zklock.session_timeout' => '6000' });
 	my $pid = backend_pid($s);
 	my ($st, $trace) = trace_opens($pid);
-	skip "strace cannot follow a backend here: $trace", 5 unless $st;
+	skip "strace cannot follow a backend here: $trace", 8 unless $st;
 	my $opens = sub { opens($trace) };
 	is($s->query_safe("SELECT zk_try_lock('f'), zk_unlock('f')"), 't|t',
 		'a backend followed by strace takes a lock over TLS');
@@ -212,6 +213,32 @@ SKIP:
 	close $fh;
 	is($next_session->() . ' ' . $opens->(), 't|t|t 2 2 2',
 		'after the certificate file was written again, the next session read all of them again');
+	# A file whose mtime or ctime is not two seconds older than the stat()
+	# that took its identity is read again at each use: rewritten within a
+	# tick of the file clock (a whole second on some filesystems), a file
+	# keeps its size and times, so such an identity proves nothing (git's
+	# "racily clean" rule).  The CA file's mtime set ahead of the clock
+	# stands for one just written: the first reconnect after reads it (its
+	# times changed), and the second reads it again.
+	my $stall_reconnect = sub {
+		my $n = $proxy->connections;
+		$proxy->mode('pass');
+		$proxy->mode('stall');
+		return poll_until(sub { $proxy->connections > $n }, 30)
+		  && poll_until(sub { $s->query_safe('SELECT state FROM zk_session()') eq 'connected' }, 30);
+	};
+	my $ca_opens = sub { (split / /, $opens->())[0] };
+	my @ca_st = stat $ca or die "$ca: $!";
+	utime(time, time + 3600, $ca) or die "$ca: $!";
+	ok($stall_reconnect->(), 'a reconnect after the CA file\'s mtime was set ahead of the clock');
+	my $first = $ca_opens->();
+	ok($stall_reconnect->(), 'and another reconnect');
+	cmp_ok($ca_opens->(), '>', $first,
+		'the second reconnect read again the CA file whose mtime is not older than its stat()');
+	# Its times put back; the cluster below reads it only when its change
+	# time (now) is old enough to trust.
+	utime($ca_st[8], $ca_st[9], $ca) or die "$ca: $!";
+	poll_until(sub { time - (stat $ca)[10] > 3 }, 10);
 	$st->kill_kill;
 	quit_session($s);
 	$proxy->stop;

@@ -411,14 +411,14 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 static void
 session_cleanup_to_limbo(ZklCleanup *c)
 {
-	ZklCleanup *copy = session_cleanup_new(c->kind, c->path, c->prefix,
-										   c->seq);
+	ZklCleanup *copy;
 	ZklCleanup **p = &zkl_cleanups;
 
 	while (*p && *p != c)
 		p = &(*p)->next;
 	if (*p == NULL)
 		return;
+	copy = session_cleanup_new(c->kind, c->path, c->prefix, c->seq);
 	if (copy != NULL)
 	{
 		copy->next = c->next;

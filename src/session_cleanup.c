@@ -228,6 +228,8 @@ session_cleanup_answered(ZklCleanup *c, int rc)
 		zkl_cleanup_delete_hook(&c->sent);
 	if (rc == ZNOAUTH && c->kind == ZKL_CLEAN_DELETE)
 		session_cleanup_denied(c);
+	if (rc == ZOK && c->kind == ZKL_CLEAN_UNWATCH_CHILDREN)
+		zkl_sess_lease_dir_unwatched_locked(c->path);
 	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST || rc == ZSESSIONMOVED)
 		c->in_flight = false;
 	else
@@ -503,6 +505,23 @@ zkl_sess_cleanup_issue(void)
 	}
 	zkl_cleanup_issuing = false;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
+}
+
+/*
+ * Whether an entry waits to be sent and no thread is sending: a send
+ * refused with ZMARSHALLINGERROR leaves its copy so, and the lease thread
+ * sends it again (zkl_sess_cleanup_issue) rather than leave the queue
+ * stopped until something else sends.  Caller holds mu.
+ */
+bool
+zkl_sess_cleanup_unsent_locked(void)
+{
+	if (zkl_cleanup_issuing)
+		return false;
+	for (ZklCleanup *c = zkl_cleanups; c; c = c->next)
+		if (!c->in_flight)
+			return true;
+	return false;
 }
 
 /* The seq of the last clean-up queued, to wait for.  Caller holds mu. */

@@ -261,7 +261,7 @@ SKIP:
 	ok(poll_until(sub { started($east, $pid, 'COMMIT')
 			  && (is_waiting($east, $pid) || !in_call($east, $pid)) }, 10)
 		  && in_call($east, $pid),
-		'the COMMIT waits for a proof rather than going through on the lease');
+		'the COMMIT is under way while gdb holds the answers');
 	$g->cmd('continue -a &');
 	$g->detach;
 	my ($out, $err) = finish_wait($s);

@@ -48,9 +48,10 @@
  * it fires, the node may be gone or someone else may have come (another
  * contender, a stray sweep, another client's node in the same directory):
  * the node then gets a data watch of its own, whose answer says which
- * (ZNONODE: lost), and which keeps covering it while others queue.  A
- * node whose listing failed, or one adopted after a lost reply, gets its
- * data watch at once.  Our own release forgets the node before its
+ * (ZNONODE: lost), and which keeps covering it while others queue; until
+ * that answer, or a proof sent after the event, its lock is in doubt, so
+ * that a commit then proves it first.  A node whose listing failed, or
+ * one adopted after a lost reply, gets its data watch at once.  Our own release forgets the node before its
  * delete, so the notifications of that delete find nothing here.
  *
  * When the lease runs out or the ensemble ends the session, the locks are

@@ -63,6 +63,7 @@ typedef struct ZklCleanup
 static ZklCleanup *zkl_cleanups = NULL;
 static uint64 zkl_cleanups_queued = 0;	/* seq of the last clean-up queued */
 static void (*zkl_cleanup_delete_hook) (const ZklStamp *sent) = NULL;
+static void (*zkl_cleanup_unwatched_hook) (const char *dir) = NULL;
 static char *zkl_cleanup_denied = NULL; /* first delete refused, unreported */
 static int	zkl_cleanup_ndenied = 0;
 static bool zkl_cleanup_issuing = false;	/* a thread is sending entries */
@@ -82,6 +83,19 @@ zkl_sess_cleanup_on_delete(void (*hook) (const ZklStamp *sent))
 {
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	zkl_cleanup_delete_hook = hook;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+}
+
+/*
+ * Who hears that a removal of our child watches on dir was answered (the
+ * library dropped every child watcher of ours there then): called on the
+ * IO thread with mu held.  Main thread, before the session opens.
+ */
+void
+zkl_sess_cleanup_on_unwatched_children(void (*hook) (const char *dir))
+{
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_cleanup_unwatched_hook = hook;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
@@ -228,8 +242,9 @@ session_cleanup_answered(ZklCleanup *c, int rc)
 		zkl_cleanup_delete_hook(&c->sent);
 	if (rc == ZNOAUTH && c->kind == ZKL_CLEAN_DELETE)
 		session_cleanup_denied(c);
-	if (rc == ZOK && c->kind == ZKL_CLEAN_UNWATCH_CHILDREN)
-		zkl_sess_lease_dir_unwatched_locked(c->path);
+	if (rc == ZOK && c->kind == ZKL_CLEAN_UNWATCH_CHILDREN &&
+		zkl_cleanup_unwatched_hook)
+		zkl_cleanup_unwatched_hook(c->path);
 	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST || rc == ZSESSIONMOVED)
 		c->in_flight = false;
 	else

@@ -167,6 +167,7 @@ typedef enum ZklCleanupKind
 } ZklCleanupKind;
 
 extern void zkl_sess_cleanup_on_delete(void (*hook) (const ZklStamp *sent));
+extern void zkl_sess_cleanup_on_unwatched_children(void (*hook) (const char *dir));
 extern bool zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
 										  const char *prefix);
 extern void zkl_sess_cleanup_issue(void);

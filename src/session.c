@@ -680,8 +680,12 @@ session_open(void)
 	if (!zkl_exit_registered)
 	{
 		on_proc_exit(session_at_exit, (Datum) 0);
-		/* A delete's answer renews the lease. */
+		/*
+		 * A delete's answer renews the lease; a removal of child watches
+		 * uncovers the nodes that a later listing's watch covered.
+		 */
 		zkl_sess_cleanup_on_delete(zkl_sess_lease_renew_locked);
+		zkl_sess_cleanup_on_unwatched_children(zkl_sess_lease_dir_unwatched_locked);
 		zkl_exit_registered = true;
 	}
 	if (!pg_strong_random(zkl_uuid_bytes, sizeof(zkl_uuid_bytes)))

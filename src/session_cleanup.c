@@ -63,6 +63,7 @@ typedef struct ZklCleanup
 static ZklCleanup *zkl_cleanups = NULL;
 static uint64 zkl_cleanups_queued = 0;	/* seq of the last clean-up queued */
 static void (*zkl_cleanup_delete_hook) (const ZklStamp *sent) = NULL;
+static void (*zkl_cleanup_unwatched_hook) (const char *dir) = NULL;
 static char *zkl_cleanup_denied = NULL; /* first delete refused, unreported */
 static int	zkl_cleanup_ndenied = 0;
 static bool zkl_cleanup_issuing = false;	/* a thread is sending entries */
@@ -82,6 +83,19 @@ zkl_sess_cleanup_on_delete(void (*hook) (const ZklStamp *sent))
 {
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	zkl_cleanup_delete_hook = hook;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+}
+
+/*
+ * Who hears that a removal of our child watches on dir was answered (the
+ * library dropped every child watcher of ours there then): called on the
+ * IO thread with mu held.  Main thread, before the session opens.
+ */
+void
+zkl_sess_cleanup_on_unwatched_children(void (*hook) (const char *dir))
+{
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	zkl_cleanup_unwatched_hook = hook;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
@@ -228,6 +242,9 @@ session_cleanup_answered(ZklCleanup *c, int rc)
 		zkl_cleanup_delete_hook(&c->sent);
 	if (rc == ZNOAUTH && c->kind == ZKL_CLEAN_DELETE)
 		session_cleanup_denied(c);
+	if (rc == ZOK && c->kind == ZKL_CLEAN_UNWATCH_CHILDREN &&
+		zkl_cleanup_unwatched_hook)
+		zkl_cleanup_unwatched_hook(c->path);
 	if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST || rc == ZSESSIONMOVED)
 		c->in_flight = false;
 	else
@@ -411,14 +428,14 @@ session_send_cleanup(zhandle_t *zh, ZklCleanup *c)
 static void
 session_cleanup_to_limbo(ZklCleanup *c)
 {
-	ZklCleanup *copy = session_cleanup_new(c->kind, c->path, c->prefix,
-										   c->seq);
+	ZklCleanup *copy;
 	ZklCleanup **p = &zkl_cleanups;
 
 	while (*p && *p != c)
 		p = &(*p)->next;
 	if (*p == NULL)
 		return;
+	copy = session_cleanup_new(c->kind, c->path, c->prefix, c->seq);
 	if (copy != NULL)
 	{
 		copy->next = c->next;
@@ -503,6 +520,23 @@ zkl_sess_cleanup_issue(void)
 	}
 	zkl_cleanup_issuing = false;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
+}
+
+/*
+ * Whether an entry waits to be sent and no thread is sending: a send
+ * refused with ZMARSHALLINGERROR leaves its copy so, and the lease thread
+ * sends it again (zkl_sess_cleanup_issue) rather than leave the queue
+ * stopped until something else sends.  Caller holds mu.
+ */
+bool
+zkl_sess_cleanup_unsent_locked(void)
+{
+	if (zkl_cleanup_issuing)
+		return false;
+	for (ZklCleanup *c = zkl_cleanups; c; c = c->next)
+		if (!c->in_flight)
+			return true;
+	return false;
 }
 
 /* The seq of the last clean-up queued, to wait for.  Caller holds mu. */

@@ -167,9 +167,11 @@ typedef enum ZklCleanupKind
 } ZklCleanupKind;
 
 extern void zkl_sess_cleanup_on_delete(void (*hook) (const ZklStamp *sent));
+extern void zkl_sess_cleanup_on_unwatched_children(void (*hook) (const char *dir));
 extern bool zkl_sess_cleanup_queue_locked(ZklCleanupKind kind, const char *path,
 										  const char *prefix);
 extern void zkl_sess_cleanup_issue(void);
+extern bool zkl_sess_cleanup_unsent_locked(void);
 extern uint64 zkl_sess_cleanup_mark_locked(void);
 extern bool zkl_sess_cleanup_pending_locked(uint64 mark);
 extern void zkl_sess_cleanup_drop_all_locked(void);
@@ -181,6 +183,7 @@ extern bool zkl_sess_lease_add_node_locked(const char *path, bool listed);
 extern void zkl_sess_lease_listed_locked(const char *dir, bool ok,
 										 char **names, int count);
 extern void zkl_sess_lease_uncover_dir_locked(const char *dir);
+extern void zkl_sess_lease_dir_unwatched_locked(const char *dir);
 extern void zkl_sess_lease_dir_watcher(zhandle_t *zh, int type, int state,
 									   const char *path, void *ctx);
 extern void zkl_sess_lease_forget_node_locked(const char *path);

@@ -48,9 +48,10 @@
  * it fires, the node may be gone or someone else may have come (another
  * contender, a stray sweep, another client's node in the same directory):
  * the node then gets a data watch of its own, whose answer says which
- * (ZNONODE: lost), and which keeps covering it while others queue.  A
- * node whose listing failed, or one adopted after a lost reply, gets its
- * data watch at once.  Our own release forgets the node before its
+ * (ZNONODE: lost), and which keeps covering it while others queue; until
+ * that answer, or a proof sent after the event, its lock is in doubt, so
+ * that a commit then proves it first.  A node whose listing failed, or
+ * one adopted after a lost reply, gets its data watch at once.  Our own release forgets the node before its
  * delete, so the notifications of that delete find nothing here.
  *
  * When the lease runs out or the ensemble ends the session, the locks are
@@ -81,7 +82,8 @@ typedef enum ZklCover
 	COVER_NONE,					/* nothing yet: the lease thread sends a watch */
 	COVER_LISTING,				/* the listing behind its create, under way */
 	COVER_DIR,					/* that listing's child watch on its directory */
-	COVER_NODE					/* a data watch on it, set or under way */
+	COVER_NODE,					/* a data watch on it, set or under way */
+	COVER_RETRY					/* its watch was refused: again next round */
 } ZklCover;
 
 /* A node this session created and has not deleted: held or queued. */
@@ -91,6 +93,8 @@ typedef struct ZklNode
 	char	   *path;
 	bool		lost;			/* deleted by someone else */
 	ZklCover	cover;
+	uint64		doubt;			/* not 0: its child watch fired (that event's
+								 * number) and nothing answered for it since */
 } ZklNode;
 
 /* One request for a watch on a node of ours; freed by its completion. */
@@ -113,6 +117,7 @@ typedef struct ZklProof
 	zoo_op_t   *ops;
 	zoo_op_result_t *results;
 	bool		done;
+	uint64		doubts;			/* the last doubt begun before it was sent */
 	bool		abandoned;		/* the main thread let go */
 	bool		limbo;			/* refused with ZMARSHALLINGERROR */
 	int			rc;
@@ -125,6 +130,8 @@ static bool zkl_lease_have_proof = false;	/* proof_sent is set */
 static ZklStamp zkl_lease_proof_sent;	/* send time of the last write answered */
 static int	zkl_lease_proofs_in_flight = 0;
 static bool zkl_lease_stop = false;
+static uint64 zkl_lease_wakes = 0;	/* wakes sent to the lease thread */
+static uint64 zkl_lease_doubts = 0; /* child events that put nodes in doubt */
 static pthread_cond_t zkl_lease_cv; /* wakes the lease thread */
 static ZklProof *zkl_lease_limbo = NULL;	/* see session_int.h */
 static ZklOwnWatch *zkl_lease_watch_limbo = NULL;
@@ -253,6 +260,7 @@ zkl_sess_lease_add_node_locked(const char *path, bool listed)
 		zkl_lease_have_proof = false;	/* a new lease starts */
 	n->lost = false;
 	n->cover = listed ? COVER_LISTING : COVER_NONE;
+	n->doubt = 0;
 	n->next = zkl_lease_nodes;
 	zkl_lease_nodes = n;
 	return true;
@@ -280,6 +288,7 @@ zkl_sess_lease_forget_node_locked(const char *path)
 void
 zkl_sess_lease_wake_locked(void)
 {
+	zkl_lease_wakes++;
 	if (zkl_lease_cv_ready)
 		pthread_cond_signal(&zkl_lease_cv);
 }
@@ -294,7 +303,10 @@ session_lease_find_locked(const char *path)
 	return NULL;
 }
 
-/* Whether a node of ours still needs its watch.  Caller holds mu. */
+/*
+ * Whether a node of ours still needs its watch (those refused wait for the
+ * next round).  Caller holds mu.
+ */
 static bool
 session_lease_unwatched_locked(void)
 {
@@ -315,26 +327,55 @@ session_lease_in_dir(const char *path, const char *dir)
 }
 
 /*
- * The nodes of ours in dir covered by a child watch there (or about to
- * be) need a data watch of their own: the child watch fired, or is being
- * removed.  Wakes the lease thread, which sends them.  Caller holds mu.
+ * The nodes of ours in dir covered by a child watch there (COVER_DIR),
+ * and with listing also those whose listing is under way, need a data
+ * watch of their own; doubt (not 0) puts them in doubt until something
+ * answers for them.  Wakes the lease thread, which sends the watches.
+ * Caller holds mu.
  */
-void
-zkl_sess_lease_uncover_dir_locked(const char *dir)
+static void
+session_lease_uncover_locked(const char *dir, bool listing, uint64 doubt)
 {
 	bool		any = false;
 
 	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
 	{
-		if ((n->cover == COVER_DIR || n->cover == COVER_LISTING) &&
+		if ((n->cover == COVER_DIR || (listing && n->cover == COVER_LISTING)) &&
 			session_lease_in_dir(n->path, dir))
 		{
 			n->cover = COVER_NONE;
+			if (doubt != 0 && n->doubt == 0)
+				n->doubt = doubt;
 			any = true;
 		}
 	}
 	if (any)
 		zkl_sess_lease_wake_locked();
+}
+
+/*
+ * Our child watch on dir is about to be removed (or was, its waiter gone):
+ * the nodes of ours there that it covers, or will cover once their
+ * listing is answered, need a data watch of their own.  Caller holds mu.
+ */
+void
+zkl_sess_lease_uncover_dir_locked(const char *dir)
+{
+	session_lease_uncover_locked(dir, true, 0);
+}
+
+/*
+ * The removal of our child watches on dir was answered: the library then
+ * dropped every child watcher of ours on dir, those of the listings
+ * answered since the removal was queued too.  The nodes those listings
+ * covered need a data watch of their own; a listing still under way sets
+ * its watch after the removal, and keeps covering its nodes.  Caller
+ * holds mu.
+ */
+void
+zkl_sess_lease_dir_unwatched_locked(const char *dir)
+{
+	session_lease_uncover_locked(dir, false, 0);
 }
 
 /*
@@ -370,9 +411,10 @@ zkl_sess_lease_listed_locked(const char *dir, bool ok, char **names,
  * The child watch of a listing sent behind a create, on the IO thread:
  * a child of the directory came or went, or the directory went.  Our
  * nodes there get a data watch each, whose answer tells a deletion from
- * anything else; nothing is lost here.  Session events (every watcher
- * hears them) change nothing: the library sets the watch again on
- * reconnect.
+ * anything else; nothing is lost here, but until that answer (or a proof
+ * sent after this event) their locks are in doubt: ours may be the child
+ * that went.  Session events (every watcher hears them) change nothing:
+ * the library sets the watch again on reconnect.
  */
 void
 zkl_sess_lease_dir_watcher(zhandle_t *zh, int type, int state,
@@ -384,7 +426,7 @@ zkl_sess_lease_dir_watcher(zhandle_t *zh, int type, int state,
 	if (path == NULL || type == ZOO_SESSION_EVENT)
 		return;
 	pthread_mutex_lock(&zkl_sess_sync_mu);
-	zkl_sess_lease_uncover_dir_locked(path);
+	session_lease_uncover_locked(path, true, ++zkl_lease_doubts);
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
@@ -434,11 +476,13 @@ session_own_watch_unlimbo(ZklOwnWatch *w)
 }
 
 /*
- * The answer to a watch on a node of ours, on the IO thread: set, or the
- * node is gone already (lost, as if notified), or not set: the lease
- * thread sends it again.  At once (once connected) after a lost connection
- * or a session moved to another server; after any other error at its next
- * round, so that an error answered every time does not spin.
+ * The answer to a watch on a node of ours, on the IO thread: set (the node
+ * is there, and no longer in doubt), or the node is gone already (lost, as
+ * if notified), or not set: the lease thread sends it again.  At once
+ * (once connected) after a lost connection or a session moved to another
+ * server; after any other error at its next round (COVER_RETRY), so that
+ * an error answered every time does not spin.  A node in doubt stays so
+ * until a watch or a proof is answered for it.
  */
 static void
 session_own_watched(int rc, const char *value, int value_len,
@@ -461,13 +505,16 @@ session_own_watched(int rc, const char *value, int value_len,
 	n = session_lease_find_locked(w->path);
 	if (n != NULL && rc == ZNONODE)
 		session_lease_node_lost_locked(n);
-	else if (n != NULL && rc != ZOK)
+	else if (n != NULL && rc == ZOK)
+		n->doubt = 0;
+	else if (n != NULL && (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST ||
+						   rc == ZSESSIONMOVED))
 	{
 		n->cover = COVER_NONE;
-		if (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST ||
-			rc == ZSESSIONMOVED)
-			zkl_sess_lease_wake_locked();
+		zkl_sess_lease_wake_locked();
 	}
+	else if (n != NULL)
+		n->cover = COVER_RETRY;
 	/* Answered before its send returned: the sender frees it. */
 	sender_frees = w->answered = w->sending;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
@@ -485,10 +532,10 @@ session_own_watched(int rc, const char *value, int value_len,
  * adoption of a node, never waited for; ZooKeeper runs a session's
  * requests in order, so a deletion before the watch is set is answered
  * ZNONODE, to the same effect.  Any thread, not holding mu; never blocks
- * nor raises.  A send that fails leaves the node to the lease thread.
- * One call sends at most one watch per node that needed one when it
- * began: a watch refused with an error (answered while this call runs)
- * waits for the lease thread's next round, not sent again here at once.
+ * nor raises.  A send that fails leaves the node to the lease thread's
+ * next round.  One call sends at most one watch per node that needed one
+ * when it began; the nodes uncovered meanwhile come with a wake of the
+ * lease thread, which looks again before it sleeps.
  */
 void
 zkl_sess_lease_watch_nodes(void)
@@ -533,7 +580,7 @@ zkl_sess_lease_watch_nodes(void)
 		pthread_mutex_lock(&zkl_sess_sync_mu);
 		w->sending = false;
 		if (rc != ZOK && (n = session_lease_find_locked(w->path)) != NULL)
-			n->cover = COVER_NONE;
+			n->cover = COVER_RETRY;
 		if (rc == ZMARSHALLINGERROR && !w->answered)
 		{
 			/* The library may hold it: its completion, or the close, frees it. */
@@ -593,6 +640,18 @@ zkl_sess_lease_reset_locked(void)
 	}
 }
 
+/*
+ * A proof succeeded: every node in it was there when it ran, after every
+ * event that put one in doubt before it was sent.  Caller holds mu.
+ */
+static void
+session_proof_clear_doubts(ZklProof *p)
+{
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+		if (n->doubt != 0 && n->doubt <= p->doubts)
+			n->doubt = 0;
+}
+
 /* Mark the node a failed check names as deleted by someone else. */
 static void
 session_proof_node_gone(ZklProof *p)
@@ -641,7 +700,10 @@ session_proof_done(int rc, const void *data)
 	if (rc != ZOK && rc != ZCLOSING)
 		zkl_stats_session(ZKL_SS_PROOFS_FAILED, 1);
 	if (rc == ZOK)
+	{
 		zkl_sess_lease_renew_locked(&p->sent);
+		session_proof_clear_doubts(p);
+	}
 	else if (rc == ZNONODE)
 		session_proof_node_gone(p);
 	else if (zkl_sess_state_rc(rc) == ZKL_RC_SESSION_LOST && rc != ZCLOSING)
@@ -692,6 +754,7 @@ session_proof_send_locked(void)
 		p->n++;
 	}
 	zkl_stamp_now(&p->sent);
+	p->doubts = zkl_lease_doubts;
 	zkl_sess_state_sent_locked();
 	zkl_lease_proofs_in_flight++;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
@@ -716,10 +779,22 @@ session_proof_send_locked(void)
 	return NULL;
 }
 
+/* A new round: the watches refused last round go again.  Caller holds mu. */
+static void
+session_lease_retry_locked(void)
+{
+	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
+		if (n->cover == COVER_RETRY)
+			n->cover = COVER_NONE;
+}
+
 /*
- * The lease thread: send a proof whenever the lease is half way to stale,
- * and declare the locks lost when no proof came within the timeout, so
- * that a waiting main thread wakes up for it.
+ * The lease thread: send the watches our nodes need, and the clean-ups
+ * whose send was refused; send a proof whenever the lease is half way to
+ * stale, and declare the locks lost when no proof came within the
+ * timeout, so that a waiting main thread wakes up for it.  A wake that
+ * came while mu was released (around a send) makes it look again before
+ * it sleeps.
  */
 static void *
 session_lease_main(void *arg)
@@ -729,6 +804,7 @@ session_lease_main(void *arg)
 	while (!zkl_lease_stop)
 	{
 		int64_t		wait_ms = 100;
+		uint64		wakes = zkl_lease_wakes;
 		struct timespec until;
 
 		if (zkl_sess_state_connected_locked() && !zkl_sess_state_lost_locked() &&
@@ -736,6 +812,16 @@ session_lease_main(void *arg)
 		{
 			pthread_mutex_unlock(&zkl_sess_sync_mu);
 			zkl_sess_lease_watch_nodes();
+			pthread_mutex_lock(&zkl_sess_sync_mu);
+			if (zkl_lease_stop)
+				break;
+		}
+		if (zkl_sess_state_connected_locked() &&
+			zkl_sess_cleanup_unsent_locked())
+		{
+			/* Once a round: a send refused every time does not spin. */
+			pthread_mutex_unlock(&zkl_sess_sync_mu);
+			zkl_sess_cleanup_issue();
 			pthread_mutex_lock(&zkl_sess_sync_mu);
 			if (zkl_lease_stop)
 				break;
@@ -772,6 +858,11 @@ session_lease_main(void *arg)
 			wait_ms = age < beat ? beat - age :
 				Min(beat, timeout_ms - age + 1);
 		}
+		if (zkl_lease_wakes != wakes)
+			continue;
+		if (zkl_sess_state_connected_locked() &&
+			zkl_sess_cleanup_unsent_locked())
+			wait_ms = Min(wait_ms, 100);
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		wait_ms = Max(wait_ms, 5);
 		until.tv_sec += wait_ms / 1000;
@@ -782,6 +873,7 @@ session_lease_main(void *arg)
 			until.tv_nsec -= 1000000000;
 		}
 		pthread_cond_timedwait(&zkl_lease_cv, &zkl_sess_sync_mu, &until);
+		session_lease_retry_locked();
 	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return NULL;
@@ -834,7 +926,9 @@ zkl_sess_lease_stop(void)
  * Whether a lock node taken in the given epoch is still ours; a pure read.
  * Lost once the session is lost or replaced, the node was deleted by
  * someone else, or no proof came within the timeout; in doubt while the
- * lease is stale or the connection down; held otherwise.
+ * lease is stale or the connection down, or while the node's child watch
+ * fired and neither its data watch nor a proof has answered for it since
+ * (the event may be its deletion); held otherwise.
  */
 ZklLockHealth
 zkl_session_health(uint64 epoch, const char *node)
@@ -852,8 +946,14 @@ zkl_session_health(uint64 epoch, const char *node)
 	else
 		h = ZKL_HEALTH_HELD;
 	for (ZklNode *n = zkl_lease_nodes; node && n; n = n->next)
-		if (n->lost && strcmp(n->path, node) == 0)
+	{
+		if (strcmp(n->path, node) != 0)
+			continue;
+		if (n->lost)
 			h = ZKL_HEALTH_LOST;
+		else if (n->doubt != 0 && h == ZKL_HEALTH_HELD)
+			h = ZKL_HEALTH_IN_DOUBT;
+	}
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	return h;
 }
@@ -1007,7 +1107,9 @@ zkl_session_release(const char *path)
  * Remove our child watch on path (the semaphore's waiter sets them),
  * retried after a reconnect like a delete.  The removal takes every child
  * watch of ours on path, the one covering our own nodes there too: they
- * get data watches of their own.  Never blocks, never raises.
+ * get data watches of their own, now and again when the removal is
+ * answered (zkl_sess_lease_dir_unwatched_locked).  Never blocks, never
+ * raises.
  */
 void
 zkl_session_unwatch_children(const char *path)

@@ -14,6 +14,10 @@
 #   (the request buffer's, after the completion's), and watches the
 #   request object: it must not be freed before its completion runs, and
 #   must be freed once.
+# - A clean-up whose send the library refuses with ZMARSHALLINGERROR (gdb
+#   makes the delete of a released lock's node return that at its entry)
+#   goes again without waiting for another send: the node is gone within
+#   5 s, with nothing else sent meanwhile.
 # - A backend out of external descriptors gets a clear error when it opens
 #   its session, and gives back the ones it had counted.
 #
@@ -144,6 +148,30 @@ $s->query_safe("SELECT zk_unlock('oom')");
 ok(poll_until(sub { zk_count($zk, '/zklock/oom') == 0 }, 15), 'nothing is left behind');
 is($node->safe_psql('postgres', "SELECT zk_try_lock('oom'), zk_unlock('oom')"), 't|t',
 	'another backend takes the lock');
+
+# --- a refused clean-up send goes again.  The release does not wait
+# (synchronous_release off), and nothing else is sent after it: only the
+# lease thread can send the queue again.
+{
+	my $r = session($node, %bounded, warm => 1);
+	$r->query_safe("SET zklock.synchronous_release = off");
+	$r->query_safe("SELECT zk_lock('resend')");
+	my $rg = ZkGdb->attach(backend_pid($r), non_stop => 1);
+	ok($rg, 'gdb attached to a holder');
+	$rg->cmd('set $refused = 0');
+	# Refused at the entry: ZMARSHALLINGERROR (-5) to the caller.
+	like($rg->break_run('tbreak *zoo_adelete', "silent\nset \$refused = 1\nset \$rax = -5\n"
+		  . "set \$pc = *(long *) \$sp\nset \$sp = \$sp + 8\ncontinue"),
+		qr/Temporary breakpoint \d+ at/, 'gdb will refuse the next delete with ZMARSHALLINGERROR');
+	is($r->query_safe("SELECT zk_unlock('resend')"), 't', 'the lock is released');
+	is(gdb_value($rg, '$refused'), 1, 'the send of its delete was refused');
+	ok(poll_until(sub { zk_count($zk, '/zklock/resend') == 0 }, 5),
+		'the delete goes again: the node is gone within 5 s');
+	$rg->detach;
+	is($node->safe_psql('postgres', "SELECT zk_try_lock('resend'), zk_unlock('resend')"), 't|t',
+		'another backend takes the lock');
+	quit_session($r);
+}
 
 # --- descriptors: a fresh backend counts its eventfd and wait set, then
 # three descriptors for the client library; the second of those three is

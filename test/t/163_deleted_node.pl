@@ -21,6 +21,14 @@
 #  7. A lost node left unreleased is no reason for the lease to run out:
 #     after three session timeouts the session is connected and another
 #     lock is held.
+#  8. A commit after the child watch fired but before the node's own data
+#     watch is answered (gdb holds that answer while another client
+#     deletes the node): the lock is in doubt, the commit sends a proof and
+#     is refused (08000), not let through.
+#  9. A child watch that fires while the lease thread is sending another
+#     node's watch (gdb holds it inside zoo_awget) is not missed: the
+#     second node gets its data watch within 3 s, not at the lease
+#     thread's next beat (10 s with a 60 s session).
 
 use strict;
 use warnings;
@@ -223,6 +231,83 @@ SKIP:
 	my ($out) = $s->query("SELECT zk_unlock('left')");
 	is($out, 'f', 'the lost one\'s zk_unlock says it was lost');
 	$s->{stderr} = '';
+}
+
+# --- 8. a commit while the node is in doubt.  The child watch that covers
+# the held node fires (another client's node in the directory); gdb holds
+# the answer to the data watch the node gets then, and another client
+# deletes the node meanwhile.  The commit must not go through on the lease
+# alone: it waits for a proof, which fails once gdb lets go.
+SKIP:
+{
+	my $s = session($east, warm => 1);
+	my $pid = backend_pid($s);
+	$s->query_safe('\set VERBOSITY verbose');
+	$s->query_safe("BEGIN");
+	$s->query_safe("SELECT zk_xact_lock('doubt')");
+	$s->query_safe("INSERT INTO work VALUES ('doubt')");
+	my $path = node_of($s, 'doubt');
+	my $g = ZkGdb->attach($pid, non_stop => 1);
+	skip $ZkGdb::why, 7 unless $g;
+	like($g->cmd('break session_own_watched') // '', qr/reakpoint 1 at/,
+		'gdb will hold the answer to the held node\'s data watch');
+	is(zkq($hosts, 'create', '/zklock/doubt/other'), 'created',
+		'another client makes a node in the same directory');
+	ok($g->wait_for(qr/hit Breakpoint 1(\.\d+)?, session_own_watched/, 30),
+		'the data watch is answered, and held')
+	  or diag($g->output);
+	is(zkq($hosts, 'delete', $path), 'deleted', 'another client deletes the held node');
+	start_wait($s, 'COMMIT');
+	ok(poll_until(sub { started($east, $pid, 'COMMIT')
+			  && (is_waiting($east, $pid) || !in_call($east, $pid)) }, 10)
+		  && in_call($east, $pid),
+		'the COMMIT is under way while gdb holds the answers');
+	$g->cmd('continue -a &');
+	$g->detach;
+	my ($out, $err) = finish_wait($s);
+	like($err, qr/08000: cannot commit while ZooKeeper lock "doubt" \(exclusive\) is lost/,
+		'the COMMIT is refused with 08000');
+	is($east->safe_psql('postgres', "SELECT count(*) FROM work WHERE name = 'doubt'"), '0',
+		'its row is not visible');
+	zkq($hosts, 'delete', '/zklock/doubt/other');
+}
+
+# --- 9. a child watch that fires while the lease thread sends a watch.
+# Two held nodes in two directories, both covered by their listings' child
+# watches.  Another client's node in the first directory makes the lease
+# thread send that node's data watch; gdb holds the lease thread inside
+# zoo_awget while another client's node in the second directory fires the
+# other child watch (its wake finds the lease thread busy).  Once let go,
+# the lease thread must send the second node's watch too.
+SKIP:
+{
+	my $s = session($east, warm => 1);
+	$s->query_safe("SELECT zk_lock('busy1'), zk_lock('busy2')");
+	my $p2 = node_of($s, 'busy2');
+	my $g = ZkGdb->attach(backend_pid($s), non_stop => 1);
+	skip $ZkGdb::why, 6 unless $g;
+	like($g->cmd('break zoo_awget') // '', qr/reakpoint 1 at/,
+		'gdb will hold the thread that sends the next own-node watch');
+	is(zkq($hosts, 'create', '/zklock/busy1/other'), 'created',
+		'another client makes a node beside the first held node');
+	ok($g->wait_for(qr/hit Breakpoint 1(\.\d+)?, (0x[0-9a-f]+ in )?zoo_awget/, 30),
+		'the lease thread is sending the first node\'s watch')
+	  or diag($g->output);
+	$g->break_run('break zkl_sess_lease_wake_locked', 'continue');
+	is(zkq($hosts, 'create', '/zklock/busy2/other'), 'created',
+		'another client makes a node beside the second held node');
+	ok($g->wait_for(qr/hit Breakpoint 2(\.\d+)?, (0x[0-9a-f]+ in )?zkl_sess_lease_wake_locked/, 30),
+		'its child watch fired and woke the lease thread, busy meanwhile')
+	  or diag($g->output);
+	$g->cmd('delete');
+	$g->cmd('continue -a &');
+	$g->detach;
+	ok(poll_until(sub { ($zk->watches_by_path->{$p2} // 0) == 1 }, 3),
+		'the second node gets its data watch within 3 s')
+	  or diag(explain $zk->watches_by_path);
+	$s->query_safe("SELECT zk_unlock_all()");
+	zkq($hosts, 'delete', '/zklock/busy1/other');
+	zkq($hosts, 'delete', '/zklock/busy2/other');
 }
 
 ok(poll_until(sub { zkq($hosts, 'tree', '/zklock') !~ /_c_/ }, 30),

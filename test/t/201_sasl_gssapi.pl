@@ -25,6 +25,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use ZkCerts;
 use ZkEnsemble;
+use ZkGdb;
 use ZkKdc;
 use ZklockTest;
 
@@ -138,6 +139,37 @@ my (undef, undef, $oerr) = $o->psql('postgres',
 like($oerr, qr/ERROR:  42501: permission denied to create ZooKeeper node "\/zklock\/gss-x\//,
 	'another principal gets 42501 in zklock\'s directory (sasl ACL)');
 $o->stop;
+
+# A server that does not name the session's identity (whoAmI refused, as
+# by a server older than 3.7, or unanswered): zklock does not guess it.
+# These servers strip the realm (sasl:zklock, not the principal), so a
+# guess of the principal would call zklock's own entries foreign.  gdb
+# makes the backend's whoAmI fail (connection loss) before it is sent.
+SKIP:
+{
+	my $w = waiter($n1);
+	# zklock's library loaded (the session opens only at the first call)
+	$w->query_safe("LOAD 'zklock'");
+	my $g = ZkGdb->attach(backend_pid($w));
+	skip $ZkGdb::why, 4 unless $g;
+	$g->cmd('set $failed = 0');
+	like($g->break_run('break zoo_awhoami',
+			"silent\nset \$failed = \$failed + 1\nreturn (int) -4\ncontinue"),
+		qr/Breakpoint 1 at/, 'gdb makes whoAmI fail');
+	$g->cmd('continue &');
+	my $log_at = -s $n1->logfile;
+	my $got = eval { $w->query_safe("SELECT zk_try_lock('gss-x')") } // "error: $@";
+	$g->cmd('interrupt', 10);
+	$g->wait_for(qr/SIGINT|stopped/, 10);
+	my ($failed) = ($g->cmd('print $failed', 10) // '') =~ /= (\d+)/;
+	$g->detach;
+	cmp_ok($failed // 0, '>=', 1, 'the session\'s whoAmI failed');
+	is($got, 't', 'a lock is still taken in zklock\'s own directory');
+	like(substr(slurp_file($n1->logfile), $log_at),
+		qr/did not say which SASL identity it assigned this session/,
+		'the log says the identity is unknown');
+	$w->quit;
+}
 
 # Failures, each in a fresh backend of a cluster reconfigured for it.
 my $bad = gss_cluster('gss3');

@@ -341,8 +341,8 @@ session_sasl_read_password(void)
 	char	   *path;
 	int			fd;
 	struct stat st;
-	char		buf[ZKL_SASL_PASSWORD_MAX + 1];
-	ssize_t		n;
+	char		buf[ZKL_SASL_PASSWORD_MAX + 2];
+	ssize_t		n = 0;
 	size_t		len;
 	sasl_secret_t *secret;
 
@@ -373,14 +373,23 @@ session_sasl_read_password(void)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	do
-		n = read(fd, buf, ZKL_SASL_PASSWORD_MAX);
-	while (n < 0 && errno == EINTR);
+	/* one byte more than a password may have: a longer one is refused */
+	len = 0;
+	while (len < ZKL_SASL_PASSWORD_MAX + 1)
+	{
+		n = read(fd, buf + len, ZKL_SASL_PASSWORD_MAX + 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
 	if (n < 0)
 	{
 		int			save_errno = errno;
 
 		close(fd);
+		explicit_bzero(buf, sizeof(buf));
 		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -388,9 +397,19 @@ session_sasl_read_password(void)
 						path)));
 	}
 	close(fd);
-	buf[n] = '\0';
+	buf[len] = '\0';
 	len = strcspn(buf, "\r\n");
 	buf[len] = '\0';
+	if (len > ZKL_SASL_PASSWORD_MAX)
+	{
+		explicit_bzero(buf, sizeof(buf));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("password in ZooKeeper SASL password file \"%s\" is too long",
+						path),
+				 errdetail("The password is the file's first line, of at most %d bytes.",
+						   ZKL_SASL_PASSWORD_MAX)));
+	}
 	if (len == 0)
 	{
 		explicit_bzero(buf, sizeof(buf));
@@ -412,6 +431,22 @@ session_sasl_read_password(void)
 	memcpy(secret->data, buf, len + 1);
 	explicit_bzero(buf, sizeof(buf));
 	return secret;
+}
+
+/*
+ * Wipe and free the password of the last session (DIGEST-MD5): at its
+ * close, and when zklock.sasl_mechanism becomes '' with no handle open (an
+ * open handle keeps it for its reconnects, until its close).  Main thread.
+ */
+void
+zkl_sess_sasl_wipe_password(void)
+{
+	if (sasl_session == NULL || sasl_session->secret == NULL ||
+		zkl_sess_state_handle() != NULL)
+		return;
+	explicit_bzero(sasl_session->secret->data, sasl_session->secret->len);
+	free(sasl_session->secret);
+	sasl_session->secret = NULL;
 }
 
 /* GSS's own words for a major and minor status, into out. */

@@ -764,8 +764,10 @@ session_sasl_gss_creds(ZklSaslSession *s)
 		session_sasl_acquire_abandon(a);
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not get Kerberos credentials of \"%s\" for SASL GSSAPI: the KDC did not answer within %d ms",
-						s->user, zkl_connect_timeout),
+				 errmsg("could not get Kerberos credentials of \"%s\" for SASL GSSAPI",
+						s->user),
+				 errdetail("The KDC did not answer within %d ms.",
+						   zkl_connect_timeout),
 				 errhint("Check that the KDCs of krb5.conf are up and reachable, and zklock.connect_timeout.")));
 	}
 	if (GSS_ERROR(a->major))
@@ -1146,21 +1148,26 @@ zkl_sess_sasl_is_own_id(const char *scheme, const char *id)
 void
 zkl_sess_sasl_raise_failed(const char *why)
 {
+	size_t		len = strlen(why);
+
+	/* Cyrus' and GSS' text may end its sentence itself */
+	const char *stop = len > 0 && why[len - 1] == '.' ? "" : ".";
+
 	if (strcmp(sasl_session->mechanism, "GSSAPI") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 				 errmsg("SASL authentication (Kerberos, GSSAPI) with ZooKeeper at \"%s\" failed",
 						zkl_hosts),
-				 errdetail("Mechanism GSSAPI as principal \"%s\": %s.",
-						   sasl_session->user, why),
+				 errdetail("Mechanism GSSAPI as principal \"%s\": %s%s",
+						   sasl_session->user, why, stop),
 				 errhint("Check the KDC, zklock.sasl_principal, zklock.sasl_keytab, and that the servers' principal is %s/<host as written in zklock.hosts> (or zklock.sasl_host).",
 						 sasl_session->service)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 			 errmsg("SASL authentication with ZooKeeper at \"%s\" failed",
 					zkl_hosts),
-			 errdetail("Mechanism %s as user \"%s\": %s.",
-					   sasl_session->mechanism, sasl_session->user, why),
+			 errdetail("Mechanism %s as user \"%s\": %s%s",
+					   sasl_session->mechanism, sasl_session->user, why, stop),
 			 errhint("Check zklock.sasl_user and zklock.sasl_password_file against the users of the servers' JAAS Server section.")));
 }
 

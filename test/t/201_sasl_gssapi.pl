@@ -241,7 +241,7 @@ is($threads, 1, 'no thread left');
 	my $t0 = time;
 	$s->query("\\set VERBOSITY verbose\nSELECT zk_lock('gss-bad')");
 	my $took = time - $t0;
-	like($s->{stderr}, qr/ERROR:  08001: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI: the KDC did not answer within 3000 ms/,
+	like($s->{stderr}, qr/ERROR:  08001: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI\n.*DETAIL:  The KDC did not answer within 3000 ms\./s,
 		'a KDC that never answers: 08001 at zklock.connect_timeout');
 	cmp_ok($took, '<', 8, 'the call returned at connect_timeout (3 s), not at Kerberos\' timeouts');
 	ok(poll_until(sub { my @t = glob("/proc/$pid/task/*"); @t == 1 }, 90),

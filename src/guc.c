@@ -39,6 +39,7 @@
 #include "guc.h"
 #include "hosts.h"
 #include "names.h"
+#include "session_sasl.h"
 
 char	   *zkl_hosts = NULL;
 char	   *zkl_root = NULL;
@@ -348,6 +349,15 @@ guc_assign_fleet_keys(const char *newval, void *extra)
 	guc_fleet_keys = extra;
 }
 
+/* zklock.sasl_mechanism off: the last session's password is wiped. */
+static void
+guc_assign_sasl_mechanism(const char *newval, void *extra)
+{
+	(void) extra;
+	if (newval == NULL || newval[0] == '\0')
+		zkl_sess_sasl_wipe_password();
+}
+
 /*
  * zklock.sasl_mechanism: empty (off) or a mechanism zklock supports,
  * written as SASL names it whatever case it was given in.
@@ -509,7 +519,7 @@ zkl_guc_define(void)
 							   "",
 							   PGC_SIGHUP,
 							   0,
-							   guc_check_sasl_mechanism, NULL, NULL);
+							   guc_check_sasl_mechanism, guc_assign_sasl_mechanism, NULL);
 	DefineCustomStringVariable("zklock.sasl_password_file",
 							   "Location of the file whose first line is zklock.sasl_user's password, for DIGEST-MD5.",
 							   "Relative paths are relative to the data directory. It must not be readable by group or others, as for zklock.ssl_key_file.",

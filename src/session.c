@@ -211,6 +211,7 @@ session_close(void)
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	zkl_sess_sync_release_fds(zkl_library_fds);
 	zkl_library_fds = 0;
+	zkl_sess_sasl_wipe_password();
 }
 
 /* Milliseconds from a to b. */

@@ -137,13 +137,31 @@ static void session_sasl_drop_ccache(ZklSaslSession *s);
 
 /*
  * The sasl id the server assigns this session (its answer to whoAmI), as
- * its ACLs carry it; "" without SASL.  Written once per session open,
- * before the session's first request, by the whoAmI completion (I/O
- * thread, under mu) or the main thread; read by any thread after.
+ * its ACLs carry it: known, unknown (a server that did not answer whoAmI
+ * with an id: zklock never guesses it, since servers may strip the realm
+ * or host, or map it by auth_to_local), or none (no SASL).  Written by the
+ * main thread only, under mu, once per session open before the session's
+ * first request; the main thread reads it freely, other threads under mu.
  */
+typedef enum ZklSaslIdState
+{
+	ZKL_SASL_ID_NONE,
+	ZKL_SASL_ID_KNOWN,
+	ZKL_SASL_ID_UNKNOWN
+} ZklSaslIdState;
+
 static char sasl_own_id[512];
-static bool sasl_whoami_answered = false;	/* under mu */
-static int	sasl_whoami_rc = ZOK;	/* under mu */
+static ZklSaslIdState sasl_id_state = ZKL_SASL_ID_NONE;
+
+/*
+ * The whoAmI under way (under mu): its number, so that a late answer to an
+ * earlier one is dropped, and the answer, which only the main thread
+ * copies into sasl_own_id.
+ */
+static uint64 sasl_whoami_seq = 0;
+static bool sasl_whoami_answered = false;
+static int	sasl_whoami_rc = ZOK;
+static char sasl_whoami_id[512];
 
 /* Cyrus SASL's mutexes: plain pthread mutexes.  Any thread. */
 static void *
@@ -323,8 +341,8 @@ session_sasl_read_password(void)
 	char	   *path;
 	int			fd;
 	struct stat st;
-	char		buf[ZKL_SASL_PASSWORD_MAX + 1];
-	ssize_t		n;
+	char		buf[ZKL_SASL_PASSWORD_MAX + 2];
+	ssize_t		n = 0;
 	size_t		len;
 	sasl_secret_t *secret;
 
@@ -355,14 +373,23 @@ session_sasl_read_password(void)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	do
-		n = read(fd, buf, ZKL_SASL_PASSWORD_MAX);
-	while (n < 0 && errno == EINTR);
+	/* one byte more than a password may have: a longer one is refused */
+	len = 0;
+	while (len < ZKL_SASL_PASSWORD_MAX + 1)
+	{
+		n = read(fd, buf + len, ZKL_SASL_PASSWORD_MAX + 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
 	if (n < 0)
 	{
 		int			save_errno = errno;
 
 		close(fd);
+		explicit_bzero(buf, sizeof(buf));
 		errno = save_errno;
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -370,9 +397,19 @@ session_sasl_read_password(void)
 						path)));
 	}
 	close(fd);
-	buf[n] = '\0';
+	buf[len] = '\0';
 	len = strcspn(buf, "\r\n");
 	buf[len] = '\0';
+	if (len > ZKL_SASL_PASSWORD_MAX)
+	{
+		explicit_bzero(buf, sizeof(buf));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("password in ZooKeeper SASL password file \"%s\" is too long",
+						path),
+				 errdetail("The password is the file's first line, of at most %d bytes.",
+						   ZKL_SASL_PASSWORD_MAX)));
+	}
 	if (len == 0)
 	{
 		explicit_bzero(buf, sizeof(buf));
@@ -394,6 +431,22 @@ session_sasl_read_password(void)
 	memcpy(secret->data, buf, len + 1);
 	explicit_bzero(buf, sizeof(buf));
 	return secret;
+}
+
+/*
+ * Wipe and free the password of the last session (DIGEST-MD5): at its
+ * close, and when zklock.sasl_mechanism becomes '' with no handle open (an
+ * open handle keeps it for its reconnects, until its close).  Main thread.
+ */
+void
+zkl_sess_sasl_wipe_password(void)
+{
+	if (sasl_session == NULL || sasl_session->secret == NULL ||
+		zkl_sess_state_handle() != NULL)
+		return;
+	explicit_bzero(sasl_session->secret->data, sasl_session->secret->len);
+	free(sasl_session->secret);
+	sasl_session->secret = NULL;
 }
 
 /* GSS's own words for a major and minor status, into out. */
@@ -711,8 +764,10 @@ session_sasl_gss_creds(ZklSaslSession *s)
 		session_sasl_acquire_abandon(a);
 		ereport(ERROR,
 				(errcode(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION),
-				 errmsg("could not get Kerberos credentials of \"%s\" for SASL GSSAPI: the KDC did not answer within %d ms",
-						s->user, zkl_connect_timeout),
+				 errmsg("could not get Kerberos credentials of \"%s\" for SASL GSSAPI",
+						s->user),
+				 errdetail("The KDC did not answer within %d ms.",
+						   zkl_connect_timeout),
 				 errhint("Check that the KDCs of krb5.conf are up and reachable, and zklock.connect_timeout.")));
 	}
 	if (GSS_ERROR(a->major))
@@ -883,7 +938,10 @@ zkl_sess_sasl_prepare(void)
 
 	session_sasl_free(sasl_session);
 	sasl_session = NULL;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
 	sasl_own_id[0] = '\0';
+	sasl_id_state = ZKL_SASL_ID_NONE;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (!zkl_sess_sasl_enabled())
 		return;
 	session_sasl_require("zklock.sasl_service", zkl_sasl_service);
@@ -981,14 +1039,21 @@ static void
 session_sasl_whoami_done(int rc, struct ClientInfo_vector *ids,
 						 const void *data)
 {
-	(void) data;
+	uint64		seq = (uint64) (uintptr_t) data;
+
 	pthread_mutex_lock(&zkl_sess_sync_mu);
+	if (seq != sasl_whoami_seq)
+	{
+		/* an answer the main thread gave up on */
+		pthread_mutex_unlock(&zkl_sess_sync_mu);
+		return;
+	}
 	sasl_whoami_rc = rc;
 	for (int i = 0; rc == ZOK && ids != NULL && i < ids->count; i++)
 		if (ids->data[i].authScheme != NULL && ids->data[i].user != NULL &&
 			strcmp(ids->data[i].authScheme, "sasl") == 0)
 		{
-			strlcpy(sasl_own_id, ids->data[i].user, sizeof(sasl_own_id));
+			strlcpy(sasl_whoami_id, ids->data[i].user, sizeof(sasl_whoami_id));
 			break;
 		}
 	sasl_whoami_answered = true;
@@ -1008,72 +1073,101 @@ session_sasl_whoami_ready(void *arg)
  * sasl id it assigned (whoAmI, C client patch 0044), the id that the
  * session's "auth" ACL entries name, so that the ACL checks of
  * session_request.c know this session's own entries.  A server that does
- * not answer it by the deadline, or refuses it (older than 3.7), leaves
- * the id DIGEST-MD5 servers assign: the user name.  Main thread.
+ * not name it by the deadline, or refuses whoAmI (older than 3.7), leaves
+ * it unknown: then no sasl entry is taken for another identity's (the
+ * server's id for the session may be the principal without its realm or
+ * host, or mapped by auth_to_local, so zklock does not guess it).  Main
+ * thread.
  */
 void
 zkl_sess_sasl_learn_identity(zhandle_t *zh, TimestampTz deadline)
 {
 	int			rc;
 	bool		answered;
+	uint64		seq;
 
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	sasl_own_id[0] = '\0';
+	sasl_id_state = ZKL_SASL_ID_NONE;
+	seq = ++sasl_whoami_seq;
 	sasl_whoami_answered = false;
 	sasl_whoami_rc = ZOK;
+	sasl_whoami_id[0] = '\0';
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
 	if (sasl_session == NULL)
 		return;
-	rc = zoo_awhoami(zh, session_sasl_whoami_done, NULL);
+	rc = zoo_awhoami(zh, session_sasl_whoami_done, (const void *) (uintptr_t) seq);
 	answered = rc == ZOK &&
 		zkl_sess_wait_for(session_sasl_whoami_ready, NULL, deadline);
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (rc == ZOK)
 		rc = answered ? sasl_whoami_rc : ZOPERATIONTIMEOUT;
-	if (sasl_own_id[0] == '\0')
-		strlcpy(sasl_own_id, sasl_session->user, sizeof(sasl_own_id));
+	if (rc == ZOK && sasl_whoami_id[0] != '\0')
+	{
+		strlcpy(sasl_own_id, sasl_whoami_id, sizeof(sasl_own_id));
+		sasl_id_state = ZKL_SASL_ID_KNOWN;
+	}
+	else
+		sasl_id_state = ZKL_SASL_ID_UNKNOWN;
+	/* a late answer is dropped */
+	sasl_whoami_seq++;
 	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	if (rc != ZOK)
+	if (sasl_id_state == ZKL_SASL_ID_UNKNOWN)
 		ereport(LOG,
-				(errmsg("ZooKeeper did not say which SASL identity it assigned this session, assuming \"%s\"",
-						sasl_own_id),
-				 errdetail_internal("whoAmI: %s", zerror(rc))));
+				(errmsg("ZooKeeper did not say which SASL identity it assigned this session"),
+				 errdetail_internal("whoAmI: %s.  No sasl ACL entry of a lock directory is taken for another identity's.",
+									rc == ZOK ? "no sasl id in the answer" : zerror(rc))));
 }
 
-/* Whether this session has a SASL identity (ACL scheme sasl). */
+/* Whether this session has a SASL identity (ACL scheme sasl).  Main thread. */
 bool
 zkl_sess_sasl_has_identity(void)
 {
-	return sasl_own_id[0] != '\0';
+	return sasl_id_state != ZKL_SASL_ID_NONE;
 }
 
-/* Whether an ACL entry's id is this session's SASL identity; any thread. */
+/*
+ * Whether an ACL entry's id may be this session's SASL identity: it is,
+ * or the identity is unknown and the entry is a sasl one.  Any thread.
+ */
 bool
 zkl_sess_sasl_is_own_id(const char *scheme, const char *id)
 {
-	return sasl_own_id[0] != '\0' && strcmp(scheme, "sasl") == 0 &&
-		strcmp(id, sasl_own_id) == 0;
+	bool		own;
+
+	if (strcmp(scheme, "sasl") != 0)
+		return false;
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	own = sasl_id_state == ZKL_SASL_ID_UNKNOWN ||
+		(sasl_id_state == ZKL_SASL_ID_KNOWN && strcmp(id, sasl_own_id) == 0);
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return own;
 }
 
 /* Raise the error for a SASL exchange that failed (why, from above). */
 void
 zkl_sess_sasl_raise_failed(const char *why)
 {
+	size_t		len = strlen(why);
+
+	/* Cyrus' and GSS' text may end its sentence itself */
+	const char *stop = len > 0 && why[len - 1] == '.' ? "" : ".";
+
 	if (strcmp(sasl_session->mechanism, "GSSAPI") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 				 errmsg("SASL authentication (Kerberos, GSSAPI) with ZooKeeper at \"%s\" failed",
 						zkl_hosts),
-				 errdetail("Mechanism GSSAPI as principal \"%s\": %s.",
-						   sasl_session->user, why),
+				 errdetail("Mechanism GSSAPI as principal \"%s\": %s%s",
+						   sasl_session->user, why, stop),
 				 errhint("Check the KDC, zklock.sasl_principal, zklock.sasl_keytab, and that the servers' principal is %s/<host as written in zklock.hosts> (or zklock.sasl_host).",
 						 sasl_session->service)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
 			 errmsg("SASL authentication with ZooKeeper at \"%s\" failed",
 					zkl_hosts),
-			 errdetail("Mechanism %s as user \"%s\": %s.",
-					   sasl_session->mechanism, sasl_session->user, why),
+			 errdetail("Mechanism %s as user \"%s\": %s%s",
+					   sasl_session->mechanism, sasl_session->user, why, stop),
 			 errhint("Check zklock.sasl_user and zklock.sasl_password_file against the users of the servers' JAAS Server section.")));
 }
 

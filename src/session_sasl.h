@@ -18,6 +18,7 @@
 extern bool zkl_sess_sasl_enabled(void);
 extern bool zkl_sess_sasl_gssapi(void);
 extern void zkl_sess_sasl_prepare(void);
+extern void zkl_sess_sasl_wipe_password(void);
 extern void zkl_sess_sasl_servers(const char *hosts);
 extern zoo_sasl_params_t *zkl_sess_sasl_params(void);
 extern bool zkl_sess_sasl_failure(zhandle_t *zh, char *out, size_t cap);

@@ -219,6 +219,12 @@ chmod 0644, $bad->data_dir . '/zk-sasl.pw';
 like($err, qr/ERROR:  08001: ZooKeeper SASL password file ".*zk-sasl\.pw" has group or world access/,
 	'a password file readable by others is refused');
 chmod 0600, $bad->data_dir . '/zk-sasl.pw';
+# A password longer than zklock reads (1024 bytes) is refused, not cut.
+set_conf('zklock.sasl_password_file' => password_file($bad, 'long.pw', 'p' x 1025));
+($err) = failing_call();
+like($err, qr/ERROR:  22023: password in ZooKeeper SASL password file ".*long\.pw" is too long\n.*DETAIL:  The password is the file's first line, of at most 1024 bytes\./s,
+	'a password file longer than 1024 bytes is refused (22023), naming the file');
+set_conf('zklock.sasl_password_file' => 'zk-sasl.pw');
 
 # A held lock survives the restart of every server in turn: each
 # reconnect authenticates again, and the session stays the same.

@@ -25,6 +25,7 @@ use Test::More;
 use Time::HiRes qw(time);
 use ZkCerts;
 use ZkEnsemble;
+use ZkGdb;
 use ZkKdc;
 use ZklockTest;
 
@@ -105,8 +106,11 @@ unlike(slurp_file($n1->logfile), qr/did not say which SASL identity/,
 	'the server answered whoAmI');
 
 # A held lock survives the restart of every server in turn, after the
-# session's first tickets expired: the reconnects get new ones from the
-# keytab.
+# session's first tickets expired: the reconnects authenticate with new
+# tickets from the keytab.  This proves the outcome, not who renewed them:
+# MIT's GSS library refreshes credentials acquired from a client keytab by
+# itself (at half their lifetime, in gss_init_sec_context), so it passes
+# without zklock's own renewal before a reconnect too.
 ok(poll_until(sub { time > $first_ticket + $lifetime + 5 }, $lifetime + 30),
 	'the first tickets have expired');
 my $before = logins('zklock');
@@ -139,6 +143,37 @@ like($oerr, qr/ERROR:  42501: permission denied to create ZooKeeper node "\/zklo
 	'another principal gets 42501 in zklock\'s directory (sasl ACL)');
 $o->stop;
 
+# A server that does not name the session's identity (whoAmI refused, as
+# by a server older than 3.7, or unanswered): zklock does not guess it.
+# These servers strip the realm (sasl:zklock, not the principal), so a
+# guess of the principal would call zklock's own entries foreign.  gdb
+# makes the backend's whoAmI fail (connection loss) before it is sent.
+SKIP:
+{
+	my $w = waiter($n1);
+	# zklock's library loaded (the session opens only at the first call)
+	$w->query_safe("LOAD 'zklock'");
+	my $g = ZkGdb->attach(backend_pid($w));
+	skip $ZkGdb::why, 4 unless $g;
+	$g->cmd('set $failed = 0');
+	like($g->break_run('break zoo_awhoami',
+			"silent\nset \$failed = \$failed + 1\nreturn (int) -4\ncontinue"),
+		qr/Breakpoint 1 at/, 'gdb makes whoAmI fail');
+	$g->cmd('continue &');
+	my $log_at = -s $n1->logfile;
+	my $got = eval { $w->query_safe("SELECT zk_try_lock('gss-x')") } // "error: $@";
+	$g->cmd('interrupt', 10);
+	$g->wait_for(qr/SIGINT|stopped/, 10);
+	my ($failed) = ($g->cmd('print $failed', 10) // '') =~ /= (\d+)/;
+	$g->detach;
+	cmp_ok($failed // 0, '>=', 1, 'the session\'s whoAmI failed');
+	is($got, 't', 'a lock is still taken in zklock\'s own directory');
+	like(substr(slurp_file($n1->logfile), $log_at),
+		qr/did not say which SASL identity it assigned this session/,
+		'the log says the identity is unknown');
+	$w->quit;
+}
+
 # Failures, each in a fresh backend of a cluster reconfigured for it.
 my $bad = gss_cluster('gss3');
 
@@ -150,7 +185,9 @@ sub failing_call
 	$s->query("\\set VERBOSITY verbose\nSELECT zk_lock('gss-bad')");
 	my $took = time - $t0;
 	my $err = $s->{stderr};
-	my $threads = () = glob("/proc/$pid/task/*");
+	# the thread that got the credentials ends just after handing them over
+	my $threads;
+	poll_until(sub { $threads = () = glob("/proc/$pid/task/*"); $threads == 1 }, 10);
 	$s->quit;
 	return ($err, $took, $threads);
 }
@@ -204,7 +241,7 @@ is($threads, 1, 'no thread left');
 	my $t0 = time;
 	$s->query("\\set VERBOSITY verbose\nSELECT zk_lock('gss-bad')");
 	my $took = time - $t0;
-	like($s->{stderr}, qr/ERROR:  08001: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI: the KDC did not answer within 3000 ms/,
+	like($s->{stderr}, qr/ERROR:  08001: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI\n.*DETAIL:  The KDC did not answer within 3000 ms\./s,
 		'a KDC that never answers: 08001 at zklock.connect_timeout');
 	cmp_ok($took, '<', 8, 'the call returned at connect_timeout (3 s), not at Kerberos\' timeouts');
 	ok(poll_until(sub { my @t = glob("/proc/$pid/task/*"); @t == 1 }, 90),

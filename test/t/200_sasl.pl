@@ -130,7 +130,10 @@ sub failing_call
 sub set_conf
 {
 	my (%kv) = @_;
-	$bad->safe_psql('postgres', "ALTER SYSTEM SET $_ = '$kv{$_}'") for sort keys %kv;
+	# zklock loaded first: PostgreSQL before 17 sets with ALTER SYSTEM only
+	# the settings a backend knows
+	$bad->safe_psql('postgres', "LOAD 'zklock'; ALTER SYSTEM SET $_ = '$kv{$_}'")
+	  for sort keys %kv;
 	$bad->safe_psql('postgres', 'SELECT pg_reload_conf()');
 	return;
 }

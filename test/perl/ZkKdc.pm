@@ -31,7 +31,7 @@ use strict;
 use warnings;
 
 use Carp;
-use File::Path qw(make_path);
+use File::Path qw(make_path remove_tree);
 use File::Spec;
 use IO::Socket::INET;
 use POSIX qw(WNOHANG);
@@ -44,7 +44,7 @@ my $REALM = 'ZKLOCK.TEST';
 
 =item ZkKdc->new(dir => DIR, ticket_lifetime => SECONDS)
 
-Make the realm in DIR and start its KDC; dies when it does not answer
+Make the realm in DIR (emptied first) and start its KDC; dies when it does not answer
 within 30 s.
 
 =cut
@@ -53,6 +53,10 @@ sub new
 {
 	my ($class, %args) = @_;
 	my $dir = $args{dir} or croak "dir is required";
+	# a realm afresh: a directory left by an earlier run (PostgreSQL 15's
+	# tests share one tmp_check between the server lines) holds a database
+	# kdb5_util will not make again
+	remove_tree($dir) if -d $dir;
 	make_path($dir);
 	my $self = bless {
 		dir      => File::Spec->rel2abs($dir),

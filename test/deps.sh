@@ -42,7 +42,9 @@
 #           migration tools 115_migration_tools deploys with
 #   bench:  what demo needs, and libpq-dev (the C clients), a JDK and
 #           Curator's jars, python3-kazoo, libzookeeper-mt-dev (the raw C
-#           client floor); bench/run.sh checks the same list
+#           client floor), Cyrus SASL's DIGEST-MD5 and GSSAPI modules and
+#           MIT's KDC (figure 12's servers); bench/run.sh checks the same
+#           list
 set -eu
 
 list=0
@@ -71,7 +73,8 @@ sqitch libdbd-pg-perl ruby-activerecord ruby-pg"
 	bench) PACKAGES="$PACKAGES postgresql-15 postgresql-client-15 zookeeper \
 libpq-dev openjdk-17-jdk-headless libcurator-recipes-java \
 libcurator-framework-java libcurator-client-java libguava-java libslf4j-java \
-python3-kazoo libzookeeper-mt-dev coreutils" ;;
+python3-kazoo libzookeeper-mt-dev coreutils libsasl2-modules \
+libsasl2-modules-gssapi-mit krb5-kdc krb5-admin-server" ;;
 	*) echo "deps.sh: unknown set \"$set\" (build, deb, demo, test, bench)" >&2
 		exit 2 ;;
 	esac

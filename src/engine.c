@@ -591,12 +591,17 @@ engine_decide(ZklContender *c)
 	return CS_WATCH;
 }
 
-/* Watch the blocking node; if it is gone already, as if it went now. */
+/*
+ * Watch the blocking node; if it is gone already, as if it went now.  Our
+ * own node, waiting, gets a data watch of its own (zkl_session_watch_own):
+ * the hand-off's commit then needs no proof.
+ */
 static ZklContenderState
 engine_watch(ZklContender *c)
 {
 	ZklRc		rc;
 
+	zkl_session_watch_own(c->node);
 	c->watch = zkl_session_watch(c->watched);
 	c->mark = zkl_session_op_mark(c->watch);
 	rc = zkl_session_answer(c->watch);

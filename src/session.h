@@ -108,5 +108,6 @@ extern bool zkl_session_tracks(const char *path);
 extern void zkl_session_unwatch(const char *path);
 extern void zkl_session_delete_if_own(const char *path);
 extern void zkl_session_unwatch_children(const char *path);
+extern void zkl_session_watch_own(const char *path);
 
 #endif							/* ZKLOCK_SESSION_H */

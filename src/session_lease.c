@@ -93,6 +93,7 @@ typedef struct ZklNode
 	char	   *path;
 	bool		lost;			/* deleted by someone else */
 	ZklCover	cover;
+	bool		watched;		/* COVER_NODE: its data watch was answered */
 	uint64		doubt;			/* not 0: its child watch fired (that event's
 								 * number) and nothing answered for it since */
 } ZklNode;
@@ -260,6 +261,7 @@ zkl_sess_lease_add_node_locked(const char *path, bool listed)
 		zkl_lease_have_proof = false;	/* a new lease starts */
 	n->lost = false;
 	n->cover = listed ? COVER_LISTING : COVER_NONE;
+	n->watched = false;
 	n->doubt = 0;
 	n->next = zkl_lease_nodes;
 	zkl_lease_nodes = n;
@@ -330,8 +332,9 @@ session_lease_in_dir(const char *path, const char *dir)
  * The nodes of ours in dir covered by a child watch there (COVER_DIR),
  * and with listing also those whose listing is under way, need a data
  * watch of their own; doubt (not 0) puts them in doubt until something
- * answers for them.  Wakes the lease thread, which sends the watches.
- * Caller holds mu.
+ * answers for them, and so the nodes there whose own watch is not
+ * answered yet: the event may be of their deletion.  Wakes the lease
+ * thread, which sends the watches.  Caller holds mu.
  */
 static void
 session_lease_uncover_locked(const char *dir, bool listing, uint64 doubt)
@@ -340,14 +343,18 @@ session_lease_uncover_locked(const char *dir, bool listing, uint64 doubt)
 
 	for (ZklNode *n = zkl_lease_nodes; n; n = n->next)
 	{
-		if ((n->cover == COVER_DIR || (listing && n->cover == COVER_LISTING)) &&
-			session_lease_in_dir(n->path, dir))
+		if (!session_lease_in_dir(n->path, dir))
+			continue;
+		if (n->cover == COVER_DIR || (listing && n->cover == COVER_LISTING))
 		{
 			n->cover = COVER_NONE;
 			if (doubt != 0 && n->doubt == 0)
 				n->doubt = doubt;
 			any = true;
 		}
+		else if (doubt != 0 && n->doubt == 0 && !n->lost &&
+				 !(n->cover == COVER_NODE && n->watched))
+			n->doubt = doubt;
 	}
 	if (any)
 		zkl_sess_lease_wake_locked();
@@ -405,6 +412,30 @@ zkl_sess_lease_listed_locked(const char *dir, bool ok, char **names,
 	}
 	if (wake)
 		zkl_sess_lease_wake_locked();
+}
+
+/*
+ * A node of ours starts waiting behind another: it gets a data watch of
+ * its own now (the lease thread sends it, off the waiting path), so that
+ * its predecessor's deletion, which fires the child watch too, finds it
+ * covered by its own watch and not in doubt, and the commit of the hand-off
+ * needs no proof.  Waiting is contention: this costs no uncontended cycle
+ * a request.
+ */
+void
+zkl_session_watch_own(const char *path)
+{
+	ZklNode    *n;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	n = session_lease_find_locked(path);
+	if (n != NULL && !n->lost &&
+		(n->cover == COVER_DIR || n->cover == COVER_LISTING))
+	{
+		n->cover = COVER_NONE;
+		zkl_sess_lease_wake_locked();
+	}
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
 }
 
 /*
@@ -506,7 +537,10 @@ session_own_watched(int rc, const char *value, int value_len,
 	if (n != NULL && rc == ZNONODE)
 		session_lease_node_lost_locked(n);
 	else if (n != NULL && rc == ZOK)
+	{
 		n->doubt = 0;
+		n->watched = n->cover == COVER_NODE;
+	}
 	else if (n != NULL && (zkl_sess_state_rc(rc) == ZKL_RC_CONNECTION_LOST ||
 						   rc == ZSESSIONMOVED))
 	{
@@ -570,6 +604,7 @@ zkl_sess_lease_watch_nodes(void)
 			w->limbo = false;
 			strcpy(w->path, n->path);
 			n->cover = COVER_NODE;
+			n->watched = false;
 			budget--;
 		}
 		pthread_mutex_unlock(&zkl_sess_sync_mu);

@@ -42,18 +42,18 @@ for my $i (1 .. $WAITERS)
 }
 ok(poll_until(sub { count_waiting($node) == $WAITERS }, 30), "$WAITERS backends wait");
 
-# Every node but the last carries its owner's watch and the watch of the
-# waiter behind it; the last one is covered by its owner's child watch.
+# Every node carries its owner's watch (a waiter's own from the moment it
+# waits), and every node but the last the watch of the waiter behind it.
 my $by_path = $zk->watches_by_path;
 my @lock_paths = grep { m{^/zklock/herd/} } keys %$by_path;
-is(scalar(@lock_paths), $WAITERS, 'every node but the last is watched');
+is(scalar(@lock_paths), $WAITERS + 1, 'every node is watched');
 is(scalar(grep { $by_path->{$_} == 2 } @lock_paths), $WAITERS,
 	'each waiter watches a different node besides its own');
 is(scalar(grep { $by_path->{$_} > 2 } @lock_paths), 0,
 	'no node is watched by more than one other session');
 ok(!exists $by_path->{'/zklock/herd'}, 'nobody has a data watch on the lock directory');
-is($zk->total_watches, 2 * $WAITERS,
-	'one watch per waiter and one per node but the last in the whole ensemble');
+is($zk->total_watches, 2 * $WAITERS + 1,
+	'one watch per waiter and one per node in the whole ensemble');
 is($zk->all_watches - $zk->total_watches, 1,
 	'and one child watch: the last waiter\'s, covering its own node');
 

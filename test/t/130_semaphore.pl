@@ -166,13 +166,14 @@ is( $h[1]->query_safe(
 	'lease:true,lease:false,mutex:false,queued:false',
 	'zk_semaphore_queue: the holder, a\'s waiting lease, a on the mutex, b queued');
 # Each contender's node is covered by the child watch of the listing sent
-# behind its create until another child comes, then by a watch of its own.
+# behind its create until another child comes or it waits behind another,
+# then by a watch of its own.
 ok( poll_until(
 		sub {
-			$zk->total_watches == 3 && $zk->all_watches == 5;
+			$zk->total_watches == 4 && $zk->all_watches == 6;
 		},
 		10),
-	'data watches: b\'s on a\'s mutex node, and their owners\' on it and on the holder\'s lease (others came); child watches: a\'s on the leases (its wait, covering its lease), b\'s on the locks (covering its node)')
+	'data watches: b\'s on a\'s mutex node, and their owners\' on it, on the holder\'s lease (others came) and on b\'s (it waits); child watches: a\'s on the leases (its wait, covering its lease), b\'s on the locks')
   or diag explain $zk->watches_by_path;
 my $hpid = backend_pid($h[0]);
 ok( poll_until(
@@ -427,9 +428,9 @@ $_->[1]->quit for @runs;
 	is(scalar(grep { $_ > 2 } values %$by_path), 0,
 		'no node is watched by more than one session besides its owner');
 	is($zk->all_watches - $zk->total_watches, 2,
-		'two child watches: the leases, by the mutex holder (its wait, covering its lease), and the locks, by the last waiter (covering its node)');
-	is($zk->total_watches, 2 * ($WAITERS - 1) + 3,
-		'data watches: one per waiter but the first, on its predecessor, and the owners\' of the nodes others came after (the holders\' leases, every mutex node but the last)');
+		'two child watches: the leases, by the mutex holder (its wait, covering its lease), and the locks, by the last waiter (its listing\'s)');
+	is($zk->total_watches, 2 * ($WAITERS - 1) + 4,
+		'data watches: one per waiter but the first, on its predecessor, and the owners\' of the nodes others came after or that wait (the holders\' leases, every mutex node)');
 
 	$hold[0]->query_safe("SELECT zk_semaphore_release('herd')");
 	my ($got, $woken, $fifo) = (0, 0, 0);

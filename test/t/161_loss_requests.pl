@@ -15,6 +15,9 @@
 #     a node of another client (kazoo) made and deleted in the same
 #     directory; the holder stays held and a write commit goes through;
 #     deleting its node afterwards is still a loss within 2 s.
+#  5. A hand-off: a waiter's own node gets a data watch of its own once it
+#     waits, so the holder's delete, which fires the waiter's child watch
+#     too, leaves it in no doubt: the waiter's commit sends no proof.
 
 use strict;
 use warnings;
@@ -158,6 +161,30 @@ my $a = session($east, via => $proxy, warm => 1);
 	$a->query("SELECT zk_unlock_shared('beside')");
 	$a->{stderr} = '';
 	quit_session($b);
+}
+
+# --- 5. a hand-off costs the waiter no proof
+{
+	my $h = session($west, warm => 1);
+	$h->query_safe("SELECT zk_lock('handoff')");
+	my $before = counts();
+	start_wait($a, "SELECT zk_lock('handoff') > 0");
+	ok(poll_until(sub { zk_count($zk, '/zklock/handoff') == 2 }, 30), 'A queues behind the holder');
+	# A's own watch, sent once it waits, is in place before the hand-off:
+	# the holder's node watched by A, and A's own
+	ok(poll_until(sub { (grep { m{^/zklock/handoff/} } keys %{ $zk->watches_by_path }) == 2 }, 10),
+		'both nodes in the queue are watched: the holder\'s by A, and A\'s own')
+	  or diag(explain $zk->watches_by_path);
+	$h->query_safe("SELECT zk_unlock('handoff')");
+	my ($out) = finish_wait($a);
+	is($out, 't', 'A has the lock once the holder released it');
+	my ($total, $what) = since($before);
+	unlike($what, qr/multi/,
+		'A\'s node had its own watch while it waited: the deletion that woke A (which fired its child watch too) cost its commit no proof')
+	  or diag($what);
+	like($what, qr/get 2/, 'A watched its predecessor and its own node') or diag($what);
+	$a->query_safe("SELECT zk_unlock('handoff')");
+	quit_session($h);
 }
 
 ok(poll_until(sub { zkq($hosts, 'tree', '/zklock') !~ /_c_/ }, 30), 'no lock node is left');

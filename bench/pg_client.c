@@ -410,8 +410,7 @@ run_pair(const char *conninfo[2], const enum Mode modes[2], int warm, int n,
 		 const char *out[2])
 {
 	Client		c[2] = {{0}};
-	double		t_all = 0,
-				acq,
+	double		acq,
 				last[2] = {0, 0},
 				t_sum[2] = {0, 0};
 	double	   *ratio = calloc(n > 0 ? n : 1, sizeof(double));
@@ -451,8 +450,6 @@ run_pair(const char *conninfo[2], const enum Mode modes[2], int warm, int n,
 	}
 	for (int i = 0; i < warm + n; i++)
 	{
-		if (i == warm)
-			t_all = now_s();
 		for (int j = 0; j < 2; j++)
 		{
 			int			k = i % 2 ? 1 - j : j;
@@ -499,7 +496,6 @@ run_pair(const char *conninfo[2], const enum Mode modes[2], int warm, int n,
 				nratio ? ratio[(nratio - 1) / 2] : 0.0);
 		fclose(f);
 	}
-	(void) t_all;
 	free(ratio);
 	return 0;
 }

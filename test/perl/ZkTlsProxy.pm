@@ -44,6 +44,7 @@ use IO::Socket::INET;
 use IO::Socket::SSL;
 use POSIX ();
 use Time::HiRes qw(sleep time);
+use ZkProxy ();
 
 my @proxies;
 
@@ -113,23 +114,9 @@ sub stop
 sub DESTROY { $_[0]->stop; }
 END { $_->stop for grep { defined } @proxies; }
 
-sub _write
-{
-	my ($file, $text) = @_;
-	open(my $fh, '>', "$file.tmp") or die "$file: $!";
-	print $fh $text;
-	close $fh;
-	rename("$file.tmp", $file) or die "rename $file: $!";
-}
-
-sub _read
-{
-	my ($file) = @_;
-	open(my $fh, '<', $file) or return '';
-	local $/;
-	my $t = <$fh> // '';
-	return $t;
-}
+# The control files are read and written as ZkProxy's are.
+*_write = \&ZkProxy::_write;
+*_read  = \&ZkProxy::_read;
 
 sub _wait_ack
 {

@@ -146,11 +146,11 @@ zkl_engine_contender(ZklContender *c, const ZklPolicy *policy,
 
 /*
  * Refuse a directory of ours in which another identity may delete our
- * node: *acl is the answer to zkl_session_get_acl(dir) (NULL without
- * zklock.auth or a certificate), let go here.  An answer lost with the
- * connection is returned (ZKL_RC_OK otherwise), for the caller to
- * reconnect: the next listing reads the ACL again (acl_unread), so that
- * the check is never skipped.
+ * node: *acl is the answer to zkl_session_get_acl(dir) (NULL without an
+ * identity: zklock.auth, a certificate or SASL), let go here.  An answer
+ * lost with the connection is returned (ZKL_RC_OK otherwise), for the
+ * caller to reconnect: the next listing reads the ACL again (acl_unread),
+ * so that the check is never skipped.
  */
 static ZklRc
 engine_check_acl(ZklContender *c)
@@ -176,13 +176,14 @@ engine_check_acl(ZklContender *c)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 c->semaphore ?
-				 errmsg("ZooKeeper lease directory \"%s\" is not protected by zklock.auth",
-						c->dir) :
-				 errmsg("ZooKeeper lock directory \"%s\" is not protected by zklock.auth",
-						c->dir),
+				 errmsg("ZooKeeper lease directory \"%s\" is not protected by %s",
+						c->dir, zkl_session_identity_name()) :
+				 errmsg("ZooKeeper lock directory \"%s\" is not protected by %s",
+						c->dir, zkl_session_identity_name()),
 				 errdetail("Its ACL says %s, so another ZooKeeper identity could delete a holder's node.",
 						   problem),
-				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity in zklock.auth.")));
+				 errhint("Delete the directory (zklock recreates it with its own ACL), or set its ACL to give delete and admin rights only to the identity of %s.",
+						 zkl_session_identity_setting())));
 	return ZKL_RC_OK;
 }
 

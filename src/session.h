@@ -100,6 +100,8 @@ extern const char *zkl_session_op_data(ZklOp *op, int64 *czxid);
 extern bool zkl_session_op_owned(ZklOp *op, int64 *czxid);
 extern int64 zkl_session_op_ctime(ZklOp *op);
 extern char *zkl_session_op_acl_problem(ZklOp *op);
+extern const char *zkl_session_identity_name(void);
+extern const char *zkl_session_identity_setting(void);
 extern void zkl_session_op_free(ZklOp *op);
 pg_noreturn extern void zkl_session_raise(ZklOp *op, const char *path);
 

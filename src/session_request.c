@@ -363,7 +363,8 @@ session_got_stat(int rc, const struct Stat *stat, const void *data)
 
 /*
  * A directory's ACL: note the first entry that lets an identity other than
- * zklock.auth's delete children or change the ACL.
+ * this session's (zklock.auth's digest, its certificate's subject, its
+ * SASL identity) delete children or change the ACL.
  */
 static void
 session_got_acl(int rc, struct ACL_vector *acl, struct Stat *stat,
@@ -755,6 +756,27 @@ zkl_session_get_acl(const char *path)
 						path);
 }
 
+/*
+ * The identity that zklock's ACLs give its nodes and directories, for
+ * messages: a name (the certificate's subject when there is one, else the
+ * SASL identity, else zklock.auth's digest, as the hint of a refusal
+ * checks them) and the setting that makes it.
+ */
+const char *
+zkl_session_identity_name(void)
+{
+	return zkl_sess_tls_has_identity() ? "the client certificate" :
+		zkl_sess_sasl_has_identity() ? "the SASL identity" : "zklock.auth";
+}
+
+const char *
+zkl_session_identity_setting(void)
+{
+	return zkl_sess_tls_has_identity() ? "the certificate in zklock.ssl_cert_file" :
+		zkl_sess_sasl_has_identity() ? "zklock.sasl_user (or zklock.sasl_principal)" :
+		"zklock.auth";
+}
+
 static bool
 session_op_done(void *arg)
 {
@@ -956,11 +978,8 @@ session_raise_rc(ZklOpKind kind, int rc, const char *path)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg(zkl_req_messages[kind].denied, path),
 					 errdetail_internal("%s", zerror(rc)),
-					 zkl_sess_tls_has_identity() ?
-					 errhint("The node belongs to another ZooKeeper identity: check the certificate in zklock.ssl_cert_file and zklock.root.") :
-					 zkl_sess_sasl_has_identity() ?
-					 errhint("The node belongs to another ZooKeeper identity: check zklock.sasl_user (or zklock.sasl_principal) and zklock.root.") :
-					 errhint("The node belongs to another ZooKeeper identity: check zklock.auth and zklock.root.")));
+					 errhint("The node belongs to another ZooKeeper identity: check %s and zklock.root.",
+							 zkl_session_identity_setting())));
 			break;
 		default:
 			code = ERRCODE_EXTERNAL_ROUTINE_EXCEPTION;

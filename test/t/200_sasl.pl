@@ -110,6 +110,17 @@ unlike(slurp_file($n1->logfile, $n1_log_at), qr/did not say which SASL identity/
 	'the server answered whoAmI (no identity was assumed)');
 is($a->query_safe("SELECT zk_unlock('sasl-acl')"), 't', 'released');
 
+# A directory another SASL identity made with an open ACL is refused (55000),
+# naming the SASL identity as the one that should guard it.
+is(zkq({ sasl => "other:$users{other}" }, $hosts, 'create', '/sasl-open/dir'), 'created',
+	'another SASL identity makes an open directory');
+($orc, $oout, $oerr) = $n1->psql('postgres',
+	"\\set VERBOSITY verbose\nSET zklock.root = '/sasl-open';\nSELECT zk_lock('dir', '5s')");
+like($oerr, qr/ERROR:  55000: ZooKeeper lock directory "\/sasl-open\/dir" is not protected by the SASL identity\n.*HINT:  .* only to the identity of zklock.sasl_user \(or zklock.sasl_principal\)\./s,
+	'zklock refuses it, naming the SASL identity');
+is(zkq({ sasl => "other:$users{other}" }, $hosts, 'ls', '/sasl-open/dir'), '',
+	'and leaves no node in it');
+
 
 # A cluster whose credentials each case below sets, reloaded.
 my $bad = sasl_cluster('sasl3', 'zklock', 'wrong-password');

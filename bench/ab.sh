@@ -108,12 +108,15 @@ for name, pre, ext, fn, unit in (
           f'new {statistics.median(new) / scale:.2f} {unit}; new/old per round: '
           f'median {statistics.median(ratio):.3f}, from {min(ratio):.3f} to {max(ratio):.3f}')
 
-def per_cycle(v, r):
+def counted(v, r):
     count = dict(l.strip().split('=', 1) for l in open(f'{w}/pkt.{v}.{r}.count') if '=' in l)
     summ = dict(l.strip().split('=', 1) for l in open(f'{w}/pkt.{v}.{r}.sum') if '=' in l)
-    return int(count['packets']) / int(summ['cycles'])
+    return int(count['packets']), int(summ['cycles'])
 
-pk = {v: [per_cycle(v, r) for r in range(1, rounds + 1)] for v in ('old', 'new')}
+runs = {v: [counted(v, r) for r in range(1, rounds + 1)] for v in ('old', 'new')}
+pk = {v: [p / c for p, c in runs[v]] for v in runs}
+print('ZooKeeper requests counted, round by round: ' +
+      '; '.join(f'{v} ' + ' '.join(f'{p}/{c}' for p, c in runs[v]) for v in runs))
 print('ZooKeeper requests per uncontended cycle, counted at the servers '
       '(with the session\'s open, close and pings, a hair above the cycle\'s own): ' +
       ', '.join(f'{v} {statistics.median(pk[v]):.2f} (from {min(pk[v]):.2f} to {max(pk[v]):.2f})'

@@ -6,14 +6,30 @@
     zkstat.py HOSTS maxlat   prints  zk_max_latency=N zk_max_server=HOST:PORT, the
                              slowest request any server answered since the
                              reset, in ms, as the server measured it
+    zkstat.py HOSTS packets CMD [ARG...]
+                             runs CMD (its output goes to stderr) and prints
+                             packets=N, the requests the servers received
+                             from clients meanwhile (mntr's
+                             zk_packets_received, summed over the servers)
 
 watches: "Total watches" of wchs (one per watching session and path).
 notifications: watchers fired so far, from mntr's zk_sum_node_*_watch_count
 (created, deleted, changed, children): a delete that fires 1 watch adds 1.
 children: the child watches among them (zk_sum_node_children_watch_count).
+
+packets: before CMD and after it, waits (30 s at most) until no server has a
+client connection but the one asking (zk_num_alive_connections 1), so that
+the closes of earlier clients fall before the count and CMD's own after it,
+and reads every server's counter.  A server counts each four-letter word as
+a packet received (its own mntr included); the count leaves out those this
+command sent after its first reading.  A server that does not answer, or
+whose mntr lacks the counters (not serving, mntr not allowed), ends it with
+status 1; CMD's failure too.
 """
 import socket
+import subprocess
 import sys
+import time
 
 
 def four_letter(host, port, cmd, timeout=3.0):
@@ -34,8 +50,55 @@ def servers(hosts):
         yield h, int(p)
 
 
+def fail(msg):
+    sys.stderr.write("zkstat.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def mntr(h, p):
+    try:
+        text = four_letter(h, p, "mntr", timeout=10.0)
+    except OSError as e:
+        fail("%s:%d did not answer mntr: %s" % (h, p, e))
+    d = dict(l.split("\t", 1) for l in text.splitlines() if "\t" in l)
+    for k in ("zk_packets_received", "zk_num_alive_connections"):
+        if k not in d:
+            fail("%s:%d: no %s in its mntr: %s" % (h, p, k, text.strip()[:200]))
+    return d
+
+
+def packets(hosts, cmd):
+    srv = list(servers(hosts))
+    sent = 0                    # four-letter words since the first reading
+
+    def quiet_sum():
+        nonlocal sent
+        deadline = time.monotonic() + 30.0
+        while True:
+            ds = [mntr(h, p) for h, p in srv]
+            sent += len(srv)
+            busy = ["%s:%d" % hp for hp, d in zip(srv, ds)
+                    if int(d["zk_num_alive_connections"]) != 1]
+            if not busy:
+                return sum(int(d["zk_packets_received"]) for d in ds)
+            if time.monotonic() > deadline:
+                fail("clients still connected after 30 s: %s" % " ".join(busy))
+            time.sleep(0.05)
+
+    before = quiet_sum()
+    sent = 0
+    rc = subprocess.call(cmd, stdout=sys.stderr)
+    if rc != 0:
+        fail("%s exited with status %d" % (cmd[0], rc))
+    after = quiet_sum()
+    print("packets=%d" % (after - before - sent))
+
+
 def main():
     hosts = sys.argv[1]
+    if len(sys.argv) > 3 and sys.argv[2] == "packets":
+        packets(hosts, sys.argv[3:])
+        return
     if len(sys.argv) > 2 and sys.argv[2] == "version":
         for h, p in servers(hosts):
             for line in four_letter(h, p, "srvr").splitlines():

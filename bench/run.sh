@@ -632,9 +632,9 @@ say "starting a TLS and plain 3-server ensemble, clusters \"pgtls\" and \"pgplai
 tls_ensemble "$W/tls-ensemble" 3.8
 # the backends' copies, owned by postgres, the key 0600 (as for
 # ssl_key_file); the cluster starts once they are over 2 s old: files
-# changed less than 2 s before the postmaster reads them are read again by
-# every backend (a file identity that recent is not trusted: doc/tls.md),
-# which an operator's files never are
+# changed less than 2 s before the postmaster reads them are read and
+# digested again by every backend (a file identity that recent is not
+# trusted: doc/tls.md), a cost an operator's files seldom have
 if [ -d "$W/certs" ]; then
 	mkdir -p "$W/pgcerts"
 	cp "$W/certs/ca.pem" "$W/certs/a.crt" "$W/certs/a.key" "$W/pgcerts/"

@@ -1452,19 +1452,71 @@ tls_same_path(const char *a, const char *b)
 }
 
 /*
+ * Whether the certificate and key files hold what the kept context was
+ * built from: read again and digested as tls_identity was.  Plain C.
+ */
+static bool
+tls_identity_unchanged(const char *cert, const char *key)
+{
+	unsigned char *data[2] = {NULL, NULL};
+	size_t		lens[2] = {0, 0};
+	unsigned char digest[SHA256_DIGEST_LENGTH];
+	bool		same;
+
+	same = tls_read_all(cert, &data[0], &lens[0]) == 0 &&
+		tls_read_all(key, &data[1], &lens[1]) == 0 &&
+		tls_digest(digest, 2, (const unsigned char *const *) data, lens) &&
+		memcmp(digest, tls_identity, sizeof(digest)) == 0;
+	free(data[0]);
+	if (data[1] != NULL)
+		OPENSSL_cleanse(data[1], lens[1]);
+	free(data[1]);
+	return same;
+}
+
+/*
+ * Whether the CA and CRL files hold what the kept trust was loaded from:
+ * read again and digested as the trust was (tls_trust_load, which builds
+ * nothing when the digest is the same).  Plain C.
+ */
+static bool
+tls_trust_unchanged(const char *ca, const char *crl)
+{
+	ZklTlsTrust *t = NULL;
+	int			err_no = 0;
+	ZklTrustError r = tls_trust_load(ca, crl, tls_trust, &t, &err_no);
+
+	if (t != NULL)
+	{
+		tls_trust_release(t);
+		return false;
+	}
+	return r == ZKL_TRUST_OK;
+}
+
+/*
  * Whether the context, trust and identity kept from the last session were
  * built from exactly the files the settings name now, as they are now:
- * the same paths, each file the same by stat() (tls_file_same, CRL
- * included when one is set).  The four identities are left in ids.
+ * the same paths, and each file the same by stat() (tls_file_same, CRL
+ * included when one is set) or, where stat() cannot say (the file was
+ * written again, or its identity was taken too soon after a change to
+ * prove anything, as a postmaster started just after the files were
+ * written leaves it to every backend), holding the same bytes: those
+ * files are read and their digests compared with the build's, the CA and
+ * CRL together, the certificate and key together.  The four identities
+ * are left in ids; when the bytes proved the files the same, they are
+ * kept as the build's (taken before the reads).
  */
 pg_noinline static bool
 tls_built_still_holds(const char *ca, const char *cert, const char *key,
 					  const char *crl, ZklTlsFileId *ids)
 {
 	const char *paths[4] = {ca, crl, cert, key};
-	bool		same = tls_built && tls_same_path(ca, tls_ca) &&
+	bool		same_paths = tls_built && tls_same_path(ca, tls_ca) &&
 		tls_same_path(cert, tls_cert) && tls_same_path(key, tls_key) &&
 		tls_same_path(crl, tls_crl);
+	bool		trust_stat = true;	/* CA and CRL the same by stat() */
+	bool		identity_stat = true;	/* certificate and key likewise */
 
 	for (int i = 0; i < 4; i++)
 	{
@@ -1472,9 +1524,23 @@ tls_built_still_holds(const char *ca, const char *cert, const char *key,
 		/* a CRL file the build read and the settings no longer name too */
 		if (paths[i] != NULL ? !tls_file_same(&ids[i], &tls_ids[i]) :
 			tls_ids[i].present)
-			same = false;
+		{
+			if (i < 2)
+				trust_stat = false;
+			else
+				identity_stat = false;
+		}
 	}
-	return same;
+	if (!same_paths)
+		return false;
+	if (trust_stat && identity_stat)
+		return true;
+	if ((!trust_stat && !tls_trust_unchanged(ca, crl)) ||
+		(!identity_stat && !tls_identity_unchanged(cert, key)))
+		return false;
+	memcpy(tls_ids, ids, sizeof(tls_ids));
+	elog(DEBUG1, "ZooKeeper TLS files read again: unchanged since the TLS context was built");
+	return true;
 }
 
 /*
@@ -1618,6 +1684,7 @@ zkl_sess_tls_prepare(void)
 		tls_cert_x509 = cert;
 		cert = NULL;
 		tls_built = true;
+		elog(DEBUG1, "ZooKeeper TLS context built from \"%s\"", tls_cert);
 	}
 	PG_FINALLY();
 	{

@@ -22,6 +22,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 
 our @EXPORT = qw(zk_cluster zk_children zk_count zk_data zkq poll_until waiter
+  alter_system failing_lock
   session quit_session quit_all_sessions start_wait finish_wait backend_pid is_waiting in_call
   started count_waiting finish zk_servers_of lock_state peer_send peer_line
   peer_cmd $curator_jars compile_peers start_peer curator peer_quit pgbouncer);
@@ -111,6 +112,37 @@ sub waiter
 {
 	my ($node) = @_;
 	return $node->background_psql('postgres', on_error_stop => 0);
+}
+
+# Set zklock settings of $node with ALTER SYSTEM and reload.  zklock is
+# loaded first: PostgreSQL before 17 sets with ALTER SYSTEM only the
+# settings a backend knows.
+sub alter_system
+{
+	my ($node, %kv) = @_;
+	$node->safe_psql('postgres', "LOAD 'zklock'; ALTER SYSTEM SET $_ = '$kv{$_}'")
+	  for sort keys %kv;
+	$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	return;
+}
+
+# Take lock $name in a new backend of $node, expecting it to fail: (what
+# it printed on stderr, verbose, the seconds it took, the backend's thread
+# count after).  $settle: the seconds a thread that hands its work over
+# and ends is given to go (0 by default: counted at once).
+sub failing_lock
+{
+	my ($node, $name, $settle) = @_;
+	my $s = waiter($node);
+	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	my $t0 = time;
+	$s->query("\\set VERBOSITY verbose\nSELECT zk_lock('$name')");
+	my $took = time - $t0;
+	my $err = $s->{stderr};
+	my $threads;
+	poll_until(sub { $threads = () = glob("/proc/$pid/task/*"); $threads == 1 }, $settle // 0);
+	$s->quit;
+	return ($err, $took, $threads);
 }
 
 # Sessions made by session() and not quit yet: finish() quits them.

@@ -125,34 +125,7 @@ is(zkq({ sasl => "other:$users{other}" }, $hosts, 'ls', '/sasl-open/dir'), '',
 # A cluster whose credentials each case below sets, reloaded.
 my $bad = sasl_cluster('sasl3', 'zklock', 'wrong-password');
 
-# Run a lock call in a fresh backend of $bad: [SQLSTATE, message, detail,
-# seconds taken, the backend's thread count after].
-sub failing_call
-{
-	my $s = waiter($bad);
-	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	my $t0 = time;
-	my ($out, $ret) = $s->query(
-		"\\set VERBOSITY verbose\nSELECT zk_lock('sasl-bad')");
-	my $took = time - $t0;
-	my $err = $s->{stderr};
-	my $threads = () = glob("/proc/$pid/task/*");
-	$s->quit;
-	return ($err, $took, $threads);
-}
-
-sub set_conf
-{
-	my (%kv) = @_;
-	# zklock loaded first: PostgreSQL before 17 sets with ALTER SYSTEM only
-	# the settings a backend knows
-	$bad->safe_psql('postgres', "LOAD 'zklock'; ALTER SYSTEM SET $_ = '$kv{$_}'")
-	  for sort keys %kv;
-	$bad->safe_psql('postgres', 'SELECT pg_reload_conf()');
-	return;
-}
-
-my ($err, $took, $threads) = failing_call();
+my ($err, $took, $threads) = failing_lock($bad, 'sasl-bad');
 note $err;
 like($err, qr/ERROR:  28000: SASL authentication with ZooKeeper at "\Q$hosts\E" failed/,
 	'a wrong password fails with 28000 naming SASL');
@@ -204,8 +177,8 @@ sub refusals
 	$s->quit;
 }
 
-set_conf('zklock.sasl_user' => 'nobody');
-($err, $took, $threads) = failing_call();
+alter_system($bad, 'zklock.sasl_user' => 'nobody');
+($err, $took, $threads) = failing_lock($bad, 'sasl-bad');
 like($err, qr/ERROR:  28000: SASL authentication with ZooKeeper .* failed\n.*DETAIL:  Mechanism DIGEST-MD5 as user "nobody": server 127\.0\.0\.1:\d+ ended the exchange/s,
 	'an unknown user fails with 28000 naming SASL, the mechanism and the server');
 cmp_ok($took, '<', 10, 'within zklock.connect_timeout');
@@ -213,8 +186,8 @@ is($threads, 1, 'no thread left');
 
 # A server that demands SASL, from a backend that offers none: named as
 # such, in class 28, not "could not create ZooKeeper node" in 38000.
-set_conf('zklock.sasl_mechanism' => '');
-($err, $took, $threads) = failing_call();
+alter_system($bad, 'zklock.sasl_mechanism' => '');
+($err, $took, $threads) = failing_lock($bad, 'sasl-bad');
 like($err, qr/ERROR:  28000: could not create ZooKeeper node .*\n.*DETAIL:  The ZooKeeper server closed the session because it requires SASL authentication, and zklock.sasl_mechanism is not set/s,
 	'a server that demands SASL: 28000 saying so');
 cmp_ok($took, '<', 10, 'at once');
@@ -232,16 +205,16 @@ like($stderr, qr/22023: invalid value for parameter "zklock.sasl_mechanism": "PL
 is($bad->safe_psql('postgres', "LOAD 'zklock'; SHOW zklock.sasl_mechanism"), 'DIGEST-MD5',
 	'a mechanism is taken in any case and shown as SASL names it');
 chmod 0644, $bad->data_dir . '/zk-sasl.pw';
-($err) = failing_call();
+($err) = failing_lock($bad, 'sasl-bad');
 like($err, qr/ERROR:  08001: ZooKeeper SASL password file ".*zk-sasl\.pw" has group or world access/,
 	'a password file readable by others is refused');
 chmod 0600, $bad->data_dir . '/zk-sasl.pw';
 # A password longer than zklock reads (1024 bytes) is refused, not cut.
-set_conf('zklock.sasl_password_file' => password_file($bad, 'long.pw', 'p' x 1025));
-($err) = failing_call();
+alter_system($bad, 'zklock.sasl_password_file' => password_file($bad, 'long.pw', 'p' x 1025));
+($err) = failing_lock($bad, 'sasl-bad');
 like($err, qr/ERROR:  22023: password in ZooKeeper SASL password file ".*long\.pw" is too long\n.*DETAIL:  The password is the file's first line, of at most 1024 bytes\./s,
 	'a password file longer than 1024 bytes is refused (22023), naming the file');
-set_conf('zklock.sasl_password_file' => 'zk-sasl.pw');
+alter_system($bad, 'zklock.sasl_password_file' => 'zk-sasl.pw');
 
 # A held lock survives the restart of every server in turn: each
 # reconnect authenticates again, and the session stays the same.

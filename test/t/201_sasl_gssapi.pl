@@ -177,57 +177,33 @@ SKIP:
 	$w->quit;
 }
 
-# Failures, each in a fresh backend of a cluster reconfigured for it.
+# Failures, each in a fresh backend of a cluster reconfigured for it (the
+# thread that got the credentials ends just after handing them over: 10 s
+# for it to go).
 my $bad = gss_cluster('gss3');
 
-sub failing_call
-{
-	my $s = waiter($bad);
-	my $pid = $s->query_safe('SELECT pg_backend_pid()');
-	my $t0 = time;
-	$s->query("\\set VERBOSITY verbose\nSELECT zk_lock('gss-bad')");
-	my $took = time - $t0;
-	my $err = $s->{stderr};
-	# the thread that got the credentials ends just after handing them over
-	my $threads;
-	poll_until(sub { $threads = () = glob("/proc/$pid/task/*"); $threads == 1 }, 10);
-	$s->quit;
-	return ($err, $took, $threads);
-}
-
-sub set_conf
-{
-	my (%kv) = @_;
-	# zklock loaded first: PostgreSQL before 17 sets with ALTER SYSTEM only
-	# the settings a backend knows
-	$bad->safe_psql('postgres', "LOAD 'zklock'; ALTER SYSTEM SET $_ = '$kv{$_}'")
-	  for sort keys %kv;
-	$bad->safe_psql('postgres', 'SELECT pg_reload_conf()');
-	return;
-}
-
-set_conf('zklock.sasl_keytab' => 'missing.keytab');
-my ($err, $took, $threads) = failing_call();
+alter_system($bad, 'zklock.sasl_keytab' => 'missing.keytab');
+my ($err, $took, $threads) = failing_lock($bad, 'gss-bad', 10);
 like($err, qr/ERROR:  58P01: could not access ZooKeeper Kerberos keytab ".*missing\.keytab"/,
 	'a missing keytab is named (58P01)');
 
-set_conf('zklock.sasl_keytab' => 'zk.keytab', 'zklock.sasl_principal' => "nobody\@$realm");
-($err, $took, $threads) = failing_call();
+alter_system($bad, 'zklock.sasl_keytab' => 'zk.keytab', 'zklock.sasl_principal' => "nobody\@$realm");
+($err, $took, $threads) = failing_lock($bad, 'gss-bad', 10);
 like($err, qr/ERROR:  28000: could not get Kerberos credentials of "nobody\@\Q$realm\E" for SASL GSSAPI from keytab/,
 	'a principal the keytab lacks: 28000 naming Kerberos and GSSAPI');
 cmp_ok($took, '<', 10, 'at once');
 is($threads, 1, 'no thread left');
 
-set_conf('zklock.sasl_principal' => "zklock\@$realm", 'zklock.sasl_service' => 'kafka');
-($err, $took, $threads) = failing_call();
+alter_system($bad, 'zklock.sasl_principal' => "zklock\@$realm", 'zklock.sasl_service' => 'kafka');
+($err, $took, $threads) = failing_lock($bad, 'gss-bad', 10);
 like($err, qr/ERROR:  28000: SASL authentication \(Kerberos, GSSAPI\) with ZooKeeper at .* failed\n.*DETAIL:  Mechanism GSSAPI as principal "zklock\@\Q$realm\E": server 127\.0\.0\.1:\d+, starting the negotiation: .*not found in Kerberos database/s,
 	'a wrong service name: 28000 with the KDC\'s answer');
 cmp_ok($took, '<', 10, 'within connect_timeout');
 is($threads, 1, 'no thread left');
 
-set_conf('zklock.sasl_service' => 'zookeeper');
+alter_system($bad, 'zklock.sasl_service' => 'zookeeper');
 $kdc->stop;
-($err, $took, $threads) = failing_call();
+($err, $took, $threads) = failing_lock($bad, 'gss-bad', 10);
 like($err, qr/ERROR:  28000: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI from keytab .*\n.*DETAIL:  GSS: .*Cannot contact any KDC/s,
 	'a KDC that is down: 28000 naming Kerberos, GSSAPI and the cause');
 cmp_ok($took, '<', 10, 'at once');
@@ -241,7 +217,7 @@ is($threads, 1, 'no thread left');
 		Proto => 'tcp', Listen => 16, ReuseAddr => 1) or die "listen: $!";
 	my $udp = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $kdc->port,
 		Proto => 'udp') or die "udp: $!";
-	set_conf('zklock.connect_timeout' => '3000');
+	alter_system($bad, 'zklock.connect_timeout' => '3000');
 	my $s = waiter($bad);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
 	my $t0 = time;
@@ -257,7 +233,7 @@ is($threads, 1, 'no thread left');
 	$s->quit;
 	close $tcp;
 	close $udp;
-	set_conf('zklock.connect_timeout' => '10000');
+	alter_system($bad, 'zklock.connect_timeout' => '10000');
 }
 $kdc->start;
 

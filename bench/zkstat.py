@@ -45,9 +45,21 @@ def four_letter(host, port, cmd, timeout=3.0):
 
 
 def servers(hosts):
+    """host:port pairs of a connect string as ZooKeeper's clients read it:
+    blanks around entries and empty entries skipped, a chroot dropped, port
+    2181 when none is given, an IPv6 address in brackets."""
     for hp in hosts.split("/")[0].split(","):
-        h, p = hp.rsplit(":", 1)
-        yield h, int(p)
+        hp = hp.strip()
+        if not hp:
+            continue
+        if hp.startswith("["):
+            h, _, rest = hp[1:].partition("]")
+            p = rest[1:] if rest.startswith(":") else ""
+        elif hp.count(":") == 1:
+            h, p = hp.split(":")
+        else:
+            h, p = hp, ""
+        yield h, int(p) if p else 2181
 
 
 def fail(msg):
@@ -96,7 +108,10 @@ def packets(hosts, cmd):
 
 def main():
     hosts = sys.argv[1]
-    if len(sys.argv) > 3 and sys.argv[2] == "packets":
+    if len(sys.argv) > 2 and sys.argv[2] == "packets":
+        if len(sys.argv) == 3:
+            sys.stderr.write("usage: zkstat.py HOSTS packets CMD [ARG...]\n")
+            sys.exit(2)
         packets(hosts, sys.argv[3:])
         return
     if len(sys.argv) > 2 and sys.argv[2] == "version":

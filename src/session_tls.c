@@ -307,7 +307,8 @@ tls_path(const char *value)
  * Read a whole file into malloc'd memory: 0, or an errno (EINVAL: not a
  * regular file; EFBIG: larger than ZKL_TLS_FILE_MAX).  It may run on the
  * I/O thread, so a FIFO or device is refused rather than waited on (opened
- * without blocking, then checked).  Plain C.
+ * without blocking, then checked).  A buffer let go on the way (grown, or
+ * on an error) is wiped first: the file may be a private key.  Plain C.
  */
 static int
 tls_read_all(const char *path, unsigned char **data, size_t *len)
@@ -346,13 +347,17 @@ tls_read_all(const char *path, unsigned char **data, size_t *len)
 
 			if (cap > ZKL_TLS_FILE_MAX)
 			{
+				OPENSSL_cleanse(buf, n);
 				free(buf);
 				close(fd);
 				return EFBIG;
 			}
-			more = realloc(buf, grown);
+			more = malloc(grown);
 			if (more == NULL)
 				break;
+			memcpy(more, buf, n);
+			OPENSSL_cleanse(buf, n);
+			free(buf);
 			buf = more;
 			cap = grown;
 		}
@@ -363,6 +368,7 @@ tls_read_all(const char *path, unsigned char **data, size_t *len)
 		{
 			int			e = errno;
 
+			OPENSSL_cleanse(buf, n);
 			free(buf);
 			close(fd);
 			return e;
@@ -376,6 +382,8 @@ tls_read_all(const char *path, unsigned char **data, size_t *len)
 		}
 		n += r;
 	}
+	if (buf != NULL)
+		OPENSSL_cleanse(buf, n);
 	free(buf);
 	close(fd);
 	return ENOMEM;
@@ -518,58 +526,82 @@ tls_store_add(X509_STORE *store, const unsigned char *data, size_t len,
 }
 
 /*
+ * Read the CA file and the CRL file (NULL for none) whole and digest them
+ * as a trust names them: *ca_data and *crl_data (malloc'd; NULL for no
+ * CRL) are the bytes read, for the caller to free.  Plain C, on any
+ * thread.
+ */
+static ZklTrustError
+tls_trust_read(const char *ca, const char *crl, unsigned char **ca_data,
+			   size_t *ca_len, unsigned char **crl_data, size_t *crl_len,
+			   unsigned char *digest, int *err_no)
+{
+	const unsigned char *parts[3];
+	size_t		lens[3];
+	unsigned char has_crl = crl != NULL;
+
+	*ca_data = *crl_data = NULL;
+	*ca_len = *crl_len = 0;
+	*err_no = tls_read_all(ca, ca_data, ca_len);
+	if (*err_no != 0)
+		return ZKL_TRUST_CA_READ;
+	if (crl != NULL && (*err_no = tls_read_all(crl, crl_data, crl_len)) != 0)
+	{
+		free(*ca_data);
+		*ca_data = NULL;
+		return ZKL_TRUST_CRL_READ;
+	}
+	parts[0] = *ca_data;
+	lens[0] = *ca_len;
+	parts[1] = *crl_data;
+	lens[1] = *crl_len;
+	parts[2] = &has_crl;
+	lens[2] = 1;
+	return tls_digest(digest, 3, parts, lens) ? ZKL_TRUST_OK : ZKL_TRUST_NOMEM;
+}
+
+/*
  * Load the trust from the CA file and the CRL file (NULL for none): each
- * read whole, the digest taken from the bytes read, the store built from
- * the same bytes, checking every certificate of a chain against the CRLs
- * (X509_V_FLAG_CRL_CHECK_ALL, as PostgreSQL does for its own CRLs).  When
- * the digest equals known's, nothing is built and *out stays NULL.  *out
- * has one reference.  Plain C, on any thread.
+ * read whole, the digest taken from the bytes read (tls_trust_read), the
+ * store built from the same bytes, checking every certificate of a chain
+ * against the CRLs (X509_V_FLAG_CRL_CHECK_ALL, as PostgreSQL does for its
+ * own CRLs).  When the digest equals known's, nothing is built and *out
+ * stays NULL.  *out has one reference.  Plain C, on any thread.
  */
 static ZklTrustError
 tls_trust_load(const char *ca, const char *crl, const ZklTlsTrust *known,
 			   ZklTlsTrust **out, int *err_no)
 {
-	unsigned char *ca_data = NULL;
-	unsigned char *crl_data = NULL;
-	size_t		lens[3] = {0, 0, 0};
-	const unsigned char *parts[3];
-	unsigned char has_crl = crl != NULL;
+	unsigned char *ca_data;
+	unsigned char *crl_data;
+	size_t		ca_len;
+	size_t		crl_len;
 	unsigned char digest[SHA256_DIGEST_LENGTH];
 	ZklTlsTrust *t = NULL;
-	ZklTrustError r = ZKL_TRUST_OK;
+	ZklTrustError r;
 
 	*out = NULL;
-	*err_no = tls_read_all(ca, &ca_data, &lens[0]);
-	if (*err_no != 0)
-		return ZKL_TRUST_CA_READ;
-	if (crl != NULL && (*err_no = tls_read_all(crl, &crl_data, &lens[1])) != 0)
+	r = tls_trust_read(ca, crl, &ca_data, &ca_len, &crl_data, &crl_len,
+					   digest, err_no);
+	if (r == ZKL_TRUST_OK &&
+		(known == NULL || memcmp(digest, known->digest, sizeof(digest)) != 0))
 	{
-		free(ca_data);
-		return ZKL_TRUST_CRL_READ;
-	}
-	parts[0] = ca_data;
-	parts[1] = crl_data;
-	parts[2] = &has_crl;
-	lens[2] = 1;
-	if (!tls_digest(digest, 3, parts, lens))
-		r = ZKL_TRUST_NOMEM;
-	else if (known != NULL && memcmp(digest, known->digest, sizeof(digest)) == 0)
-		r = ZKL_TRUST_OK;
-	else if ((t = calloc(1, sizeof(ZklTlsTrust))) == NULL ||
-			 (t->store = X509_STORE_new()) == NULL)
-		r = ZKL_TRUST_NOMEM;
-	else if ((r = tls_store_add(t->store, ca_data, lens[0], false)) == ZKL_TRUST_OK &&
-			 (crl == NULL ||
-			  (r = tls_store_add(t->store, crl_data, lens[1], true)) == ZKL_TRUST_OK))
-	{
-		if (crl != NULL)
-			X509_STORE_set_flags(t->store, X509_V_FLAG_CRL_CHECK |
-								 X509_V_FLAG_CRL_CHECK_ALL);
-		t->refs = 1;
-		t->has_crl = crl != NULL;
-		memcpy(t->digest, digest, sizeof(digest));
-		*out = t;
-		t = NULL;
+		if ((t = calloc(1, sizeof(ZklTlsTrust))) == NULL ||
+			(t->store = X509_STORE_new()) == NULL)
+			r = ZKL_TRUST_NOMEM;
+		else if ((r = tls_store_add(t->store, ca_data, ca_len, false)) == ZKL_TRUST_OK &&
+				 (crl == NULL ||
+				  (r = tls_store_add(t->store, crl_data, crl_len, true)) == ZKL_TRUST_OK))
+		{
+			if (crl != NULL)
+				X509_STORE_set_flags(t->store, X509_V_FLAG_CRL_CHECK |
+									 X509_V_FLAG_CRL_CHECK_ALL);
+			t->refs = 1;
+			t->has_crl = crl != NULL;
+			memcpy(t->digest, digest, sizeof(digest));
+			*out = t;
+			t = NULL;
+		}
 	}
 	if (t != NULL)
 	{
@@ -1476,22 +1508,26 @@ tls_identity_unchanged(const char *cert, const char *key)
 
 /*
  * Whether the CA and CRL files hold what the kept trust was loaded from:
- * read again and digested as the trust was (tls_trust_load, which builds
- * nothing when the digest is the same).  Plain C.
+ * read again and digested as the trust was (tls_trust_read).  Plain C.
  */
 static bool
 tls_trust_unchanged(const char *ca, const char *crl)
 {
-	ZklTlsTrust *t = NULL;
-	int			err_no = 0;
-	ZklTrustError r = tls_trust_load(ca, crl, tls_trust, &t, &err_no);
+	unsigned char *ca_data = NULL;
+	unsigned char *crl_data = NULL;
+	size_t		ca_len;
+	size_t		crl_len;
+	unsigned char digest[SHA256_DIGEST_LENGTH];
+	int			err_no;
+	bool		same;
 
-	if (t != NULL)
-	{
-		tls_trust_release(t);
-		return false;
-	}
-	return r == ZKL_TRUST_OK;
+	same = tls_trust != NULL &&
+		tls_trust_read(ca, crl, &ca_data, &ca_len, &crl_data, &crl_len,
+					   digest, &err_no) == ZKL_TRUST_OK &&
+		memcmp(digest, tls_trust->digest, sizeof(digest)) == 0;
+	free(ca_data);
+	free(crl_data);
+	return same;
 }
 
 /*
@@ -1535,11 +1571,13 @@ tls_built_still_holds(const char *ca, const char *cert, const char *key,
 		return false;
 	if (trust_stat && identity_stat)
 		return true;
-	if ((!trust_stat && !tls_trust_unchanged(ca, crl)) ||
-		(!identity_stat && !tls_identity_unchanged(cert, key)))
+	/* the certificate and key first: a few kB, where a CRL may be 16 MB */
+	if ((!identity_stat && !tls_identity_unchanged(cert, key)) ||
+		(!trust_stat && !tls_trust_unchanged(ca, crl)))
 		return false;
 	memcpy(tls_ids, ids, sizeof(tls_ids));
-	elog(DEBUG1, "ZooKeeper TLS files read again: unchanged since the TLS context was built");
+	ereport(DEBUG1,
+			(errmsg_internal("ZooKeeper TLS files read again: unchanged since the TLS context was built")));
 	return true;
 }
 
@@ -1548,11 +1586,13 @@ tls_built_still_holds(const char *ca, const char *cert, const char *key,
  * server and the library would (readable, PEM, the key matches the
  * certificate, which is valid now; the key's mode; the CRL file), load the
  * trust, learn the identity and build the TLS context.  Each file is read
- * once, and what is checked, used and digested is what was read.  The
- * context, trust and identity are kept for the backend's next session,
- * which reads and builds nothing while every file is the same by stat()
- * (tls_built_still_holds; the certificate's validity and the key file's
- * mode are checked again).  Raises a class-08 error that names the file.
+ * once for the build, and what is checked, used and digested is what was
+ * read.  The context, trust and identity are kept for the backend's next
+ * session, which reads and builds nothing while every file is the same
+ * by stat(), and builds nothing while the files stat() cannot vouch for
+ * hold the same bytes (tls_built_still_holds, which reads those; the
+ * certificate's validity and the key file's mode are checked again).
+ * Raises a class-08 error that names the file.
  */
 void
 zkl_sess_tls_prepare(void)
@@ -1684,7 +1724,8 @@ zkl_sess_tls_prepare(void)
 		tls_cert_x509 = cert;
 		cert = NULL;
 		tls_built = true;
-		elog(DEBUG1, "ZooKeeper TLS context built from \"%s\"", tls_cert);
+		ereport(DEBUG1,
+				(errmsg_internal("ZooKeeper TLS context built from \"%s\"", tls_cert)));
 	}
 	PG_FINALLY();
 	{

@@ -107,11 +107,13 @@ is(zk_count($zk, '/zklock/b'), 2, 'V\'s waiting node is still there');
 # send; V's main thread releases another lock meanwhile.
 like($g{v}->cmd('tbreak *zoo_adelete') // '', qr/reakpoint \d+ at/,
 	'gdb will hold the first delete V sends');
+my $deletes = $proxy{v}->requests('delete');
 $proxy{v}->mode('pass');
-ok(poll_until(sub { ($g{v}->cmd('info breakpoints', 10) // '') !~ /zoo_adelete/ }, 30),
+ok($g{v}->wait_for(qr/hit Temporary breakpoint \d+, (0x\S+ in )?zoo_adelete/, 30),
 	'V is back, and its first delete is held')
   or diag($g{v}->output);
 is($s{v}->query_safe("SELECT zk_unlock('v-other')"), 't', 'V releases another lock');
+is($proxy{v}->requests('delete'), $deletes, 'no delete has left V meanwhile');
 is(zk_count($zk, '/zklock/b'), 2, 'V\'s waiting node is still there');
 is(zkq($hosts, 'ls', '/zklock/.zklock-deadlocks'), (split m{/}, $claim{v})[-1],
 	'so is the claim: it goes after the node');
@@ -119,12 +121,9 @@ is(zkq($hosts, 'ls', '/zklock/.zklock-deadlocks'), (split m{/}, $claim{v})[-1],
 # L1 and L2 go on to claim the cycle: taken, by V's session.
 for my $m (qw(l1 l2))
 {
-	my $multis = $proxy{$m}->requests('multi');
 	my $exists = $proxy{$m}->requests('exists');
 	$g{$m}->cmd('delete');
 	$g{$m}->cmd('continue -a &');
-	ok(poll_until(sub { $proxy{$m}->requests('multi') > $multis }, 30),
-		"\U$m\E's claim reaches the ensemble");
 	ok( poll_until(
 			sub { $proxy{$m}->requests('exists') > $exists || !in_call($node, $pid{$m}) }, 30)
 		  && in_call($node, $pid{$m}),
@@ -137,7 +136,14 @@ $g{v}->detach;
 ok(poll_until(sub { zk_count($zk, '/zklock/b') == 1 }, 30), 'V\'s waiting node goes');
 ok(poll_until(sub { zkq($hosts, 'ls', '/zklock/.zklock-deadlocks') eq '' }, 30),
 	'then its claim');
-ok(in_call($node, $pid{l1}) && in_call($node, $pid{l2}), 'L1 and L2 still wait');
+# Each of L1 and L2 searches again (listings of its own): no cycle now.
+my %lists = map { $_ => $proxy{$_}->requests('list') } qw(l1 l2);
+for my $m (qw(l1 l2))
+{
+	ok( poll_until(sub { $proxy{$m}->requests('list') > $lists{$m} }, 30)
+		  && in_call($node, $pid{$m}),
+		"\U$m\E searches again and still waits");
+}
 
 is($s{v}->query("SELECT zk_unlock('a')"), 't', 'V lets a go');
 ($out, $err) = finish_wait($s{l2});

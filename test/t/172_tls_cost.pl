@@ -14,7 +14,8 @@
 # reconnect, nor for the next session, while no file changed; a file
 # written again, or whose times are too recent to prove it unchanged
 # (racily clean), is read again with its partner (the certificate with the
-# key) and the context kept when their bytes are the same.  With zklock
+# key, the CA file with the CRL file) and the context kept when their bytes
+# are the same.  With zklock
 # preloaded the postmaster reads them, and a backend not at all, unless
 # they were written just before the start: then a backend reads them, keeps
 # the postmaster's context when the bytes are the same and builds its own
@@ -27,6 +28,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../perl";
 
+use File::Copy qw(copy);
 use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -310,6 +312,32 @@ SKIP:
 	open $kfh, '>', $a->{key} or die "$a->{key}: $!";
 	print {$kfh} $key_pem;
 	close $kfh;
+	utime(time, time + 3600, $a->{key}) or die "utime: $!";
+	# The CA file changed likewise: the trust's digest differs.
+	my $ca_pem = slurp_file($ca);
+	open my $cfh, '>>', $ca or die "$ca: $!";
+	print {$cfh} "\n";
+	close $cfh;
+	utime(time, time + 3600, $ca) or die "utime: $!";
+	($dout, $derr) = $debug_lock->();
+	is($dout, 't|t', 'with the CA file changed since (a line added), a backend takes a lock');
+	like($derr, qr/DEBUG:  ZooKeeper TLS context built from "\Q$a->{cert}\E"/,
+		'having built a context of its own');
+	open $cfh, '>', $ca or die "$ca: $!";
+	print {$cfh} $ca_pem;
+	close $cfh;
+	# With a CRL file too, all four written just before the start: the CA
+	# and CRL files are read and compared together.
+	my $crl = $pre->data_dir . '/zk.crl';
+	copy($certs->file('ca.crl'), $crl) or die "ca.crl: $!";
+	$pre->append_conf('postgresql.conf', "zklock.ssl_crl_file = 'zk.crl'\n");
+	utime(time, time + 3600, $ca, $a->{cert}, $a->{key}, $crl) or die "utime: $!";
+	$pre->restart;
+	($dout, $derr) = $debug_lock->();
+	is($dout, 't|t', 'with a CRL file as well, a backend of a postmaster started just after the files were written takes a lock');
+	like($derr, qr/DEBUG:  ZooKeeper TLS files read again: unchanged since the TLS context was built/,
+		'it read the four files again and found what the postmaster had built from');
+	unlike($derr, qr/TLS context built from/, 'and built no context of its own');
 	my @files = ($ca, $a->{cert}, $a->{key});
 	utime(@{ $saved[$_] }, $files[$_]) or die "utime: $!" for 0 .. 2;
 

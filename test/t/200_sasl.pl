@@ -118,8 +118,10 @@ is(zkq({ sasl => "other:$users{other}" }, $hosts, 'create', '/sasl-open/dir'), '
 	"\\set VERBOSITY verbose\nSET zklock.root = '/sasl-open';\nSELECT zk_lock('dir', '5s')");
 like($oerr, qr/ERROR:  55000: ZooKeeper lock directory "\/sasl-open\/dir" is not protected by the SASL identity\n.*HINT:  .* only to the identity of zklock.sasl_user \(or zklock.sasl_principal\)\./s,
 	'zklock refuses it, naming the SASL identity');
-is(zkq({ sasl => "other:$users{other}" }, $hosts, 'ls', '/sasl-open/dir'), '',
-	'and leaves no node in it');
+like(zkq({ sasl => "other:$users{other}" }, $hosts, 'acl', '/sasl-open/dir'), qr/^world:anyone 31$/m,
+	'the directory is still there, open');
+ok(poll_until(sub { zkq({ sasl => "other:$users{other}" }, $hosts, 'ls', '/sasl-open/dir') eq '' }, 30),
+	'and zklock left no node in it');
 
 
 # A cluster whose credentials each case below sets, reloaded.

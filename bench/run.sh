@@ -181,6 +181,16 @@ server_ticks() {
 	echo $t
 }
 
+# wait_file FILE PID TENTHS: until FILE exists, PID has ended or TENTHS
+# tenths of a second have passed
+wait_file() {
+	_i=0
+	while [ ! -f "$1" ] && [ $_i -lt "$3" ] && kill -0 "$2" 2>/dev/null; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+}
+
 free_port() {
 	# a port below the ephemeral range that nothing listens on
 	$PY - <<'EOF'
@@ -722,11 +732,7 @@ say "starting a KDC and two 3-server ensembles that admit SASL (DIGEST-MD5, GSSA
 perl -I "$top/test/perl" "$B/sasl_servers.pl" "$W/sasl" >"$W/sasl.log" 2>&1 &
 SASL_PID=$!
 BG_PIDS="$BG_PIDS $SASL_PID"
-i=0
-while [ ! -f "$W/sasl/sasl.env" ] && [ $i -lt 1800 ] && kill -0 $SASL_PID 2>/dev/null; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_file "$W/sasl/sasl.env" $SASL_PID 1800
 SASL_OK=0
 if [ -f "$W/sasl/sasl.env" ]; then
 	. "$W/sasl/sasl.env"
@@ -820,11 +826,7 @@ run_herd() {
 	timeout -k 5 300 "$@" >"$out.log" 2>&1 &
 	hp=$!
 	BG_PIDS="$BG_PIDS $hp"
-	i=0
-	while [ ! -f "$out.ready" ] && [ $i -lt 2400 ] && kill -0 $hp 2>/dev/null; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_file "$out.ready" $hp 2400
 	if [ -f "$out.ready" ]; then
 		# every waiter is queued; wait (bounded) for the watch count to settle
 		j=0

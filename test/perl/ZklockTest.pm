@@ -30,13 +30,17 @@ our @EXPORT = qw(zk_cluster zk_children zk_count zk_data zkq poll_until waiter
 my $zkq_py = File::Spec->catfile(dirname(__FILE__), '..', 'zkq.py');
 
 # A started cluster with zklock configured for $zk and the extension made.
+# Options: session_timeout, max_connections, preload, conf (more lines),
+# hosts (a connect string of its own instead of $zk's), before_start (run
+# with the node between init and start: files in its data directory).
 sub zk_cluster
 {
 	my ($name, $zk, %opt) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
+	$opt{before_start}->($node) if $opt{before_start};
 	my $conf = join "\n",
-	  "zklock.hosts = '" . $zk->connect_string . "'",
+	  "zklock.hosts = '" . ($opt{hosts} // $zk->connect_string) . "'",
 	  "zklock.session_timeout = " . ($opt{session_timeout} // 20000),
 	  "zklock.connect_timeout = 10000",
 	  "cluster_name = '$name'",

@@ -44,20 +44,12 @@ sub password_file
 sub sasl_cluster
 {
 	my ($name, $user, $pw, @conf) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	my $file = password_file($node, 'zk-sasl.pw', $pw);
-	$node->append_conf('postgresql.conf', join("\n",
-		"zklock.hosts = '$hosts'",
-		"zklock.session_timeout = 20000",
-		"zklock.connect_timeout = 10000",
-		"cluster_name = '$name'",
-		"zklock.sasl_mechanism = 'DIGEST-MD5'",
-		"zklock.sasl_user = '$user'",
-		"zklock.sasl_password_file = '$file'", @conf) . "\n");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION zklock');
-	return $node;
+	return zk_cluster($name, undef, hosts => $hosts,
+		before_start => sub { password_file($_[0], 'zk-sasl.pw', $pw) },
+		conf => [
+			"zklock.sasl_mechanism = 'DIGEST-MD5'",
+			"zklock.sasl_user = '$user'",
+			"zklock.sasl_password_file = 'zk-sasl.pw'", @conf ]);
 }
 
 # The log of sasl1 from its start: PostgreSQL 15's tests keep one log

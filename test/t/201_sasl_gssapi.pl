@@ -58,21 +58,16 @@ my $hosts = join ',', map { 'localhost:' . $zk->port($_) } 1 .. 3;
 sub gss_cluster
 {
 	my ($name, @conf) = @_;
-	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
-	copy($client_keytab, $node->data_dir . '/zk.keytab') or die $!;
-	chmod 0600, $node->data_dir . '/zk.keytab';
-	$node->append_conf('postgresql.conf', join("\n",
-		"zklock.hosts = '$hosts'",
-		"zklock.session_timeout = 20000",
-		"zklock.connect_timeout = 10000",
-		"cluster_name = '$name'",
-		"zklock.sasl_mechanism = 'GSSAPI'",
-		"zklock.sasl_principal = 'zklock\@$realm'",
-		"zklock.sasl_keytab = 'zk.keytab'", @conf) . "\n");
-	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION zklock');
-	return $node;
+	return zk_cluster($name, undef, hosts => $hosts,
+		before_start => sub {
+			my $keytab = $_[0]->data_dir . '/zk.keytab';
+			copy($client_keytab, $keytab) or die $!;
+			chmod 0600, $keytab;
+		},
+		conf => [
+			"zklock.sasl_mechanism = 'GSSAPI'",
+			"zklock.sasl_principal = 'zklock\@$realm'",
+			"zklock.sasl_keytab = 'zk.keytab'", @conf ]);
 }
 
 my $first_ticket = time;

@@ -402,13 +402,7 @@ session_resolve_main(void *arg)
 static void
 session_resolve_abandon(ZklResolve *r)
 {
-	bool		done;
-
-	pthread_mutex_lock(&zkl_sess_sync_mu);
-	done = r->done;
-	r->abandoned = true;
-	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	if (done)
+	if (zkl_sess_sync_let_go(&r->done, &r->abandoned))
 	{
 		free(r->result);
 		free(r->failed_host);

@@ -116,6 +116,7 @@ extern void zkl_sess_sync_open(void);
 extern int	zkl_sess_sync_fd(void);
 extern void zkl_sess_sync_kick(void);
 extern void zkl_sess_sync_clear(void);
+extern bool zkl_sess_sync_let_go(const bool *done, bool *abandoned);
 extern void zkl_sess_sync_acquire_fds(int n);
 extern void zkl_sess_sync_release_fds(int n);
 

@@ -693,13 +693,7 @@ session_sasl_acquire_done(void *arg)
 static void
 session_sasl_acquire_abandon(ZklSaslAcquire *a)
 {
-	bool		done;
-
-	pthread_mutex_lock(&zkl_sess_sync_mu);
-	done = a->done;
-	a->abandoned = true;
-	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	if (done)
+	if (zkl_sess_sync_let_go(&a->done, &a->abandoned))
 		session_sasl_acquire_free(a);
 }
 

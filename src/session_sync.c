@@ -92,6 +92,24 @@ zkl_sess_sync_kick(void)
 		return;					/* nothing better to do on a ZooKeeper thread */
 }
 
+/*
+ * Let go of what a detached helper thread of the main thread's works on
+ * (a resolution, a TLS probe, Kerberos credentials): true when the thread
+ * is done with it, for the caller to free it now; false when the thread
+ * frees it as it ends (it sees *abandoned under mu).  Main thread.
+ */
+bool
+zkl_sess_sync_let_go(const bool *done, bool *abandoned)
+{
+	bool		was_done;
+
+	pthread_mutex_lock(&zkl_sess_sync_mu);
+	was_done = *done;
+	*abandoned = true;
+	pthread_mutex_unlock(&zkl_sess_sync_mu);
+	return was_done;
+}
+
 /* Empty the eventfd after a wake; main thread. */
 void
 zkl_sess_sync_clear(void)

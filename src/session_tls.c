@@ -2370,16 +2370,11 @@ static void
 tls_probe_abandon(void)
 {
 	ZklTlsProbe *p = tls_probe;
-	bool		done;
 
 	if (p == NULL)
 		return;
 	tls_probe = NULL;
-	pthread_mutex_lock(&zkl_sess_sync_mu);
-	done = p->done;
-	p->abandoned = true;
-	pthread_mutex_unlock(&zkl_sess_sync_mu);
-	if (done)
+	if (zkl_sess_sync_let_go(&p->done, &p->abandoned))
 		tls_probe_free(p);
 }
 

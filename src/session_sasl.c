@@ -743,9 +743,9 @@ session_sasl_gss_creds(ZklSaslSession *s)
 	}
 	PG_TRY();
 	{
-		done = zkl_sess_wait_for(session_sasl_acquire_done, a,
-								 TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															 zkl_connect_timeout));
+		done = zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, session_sasl_acquire_done, a,
+									TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+																zkl_connect_timeout));
 	}
 	PG_CATCH();
 	{
@@ -1092,7 +1092,8 @@ zkl_sess_sasl_learn_identity(zhandle_t *zh, TimestampTz deadline)
 		return;
 	rc = zoo_awhoami(zh, session_sasl_whoami_done, (const void *) (uintptr_t) seq);
 	answered = rc == ZOK &&
-		zkl_sess_wait_for(session_sasl_whoami_ready, NULL, deadline);
+		zkl_sess_wait_for_as(ZKL_WAIT_CONNECT, session_sasl_whoami_ready, NULL,
+							 deadline);
 	pthread_mutex_lock(&zkl_sess_sync_mu);
 	if (rc == ZOK)
 		rc = answered ? sasl_whoami_rc : ZOPERATIONTIMEOUT;

@@ -215,15 +215,19 @@ is($threads, 1, 'no thread left');
 	alter_system($bad, 'zklock.connect_timeout' => '3000');
 	my $s = waiter($bad);
 	my $pid = $s->query_safe('SELECT pg_backend_pid()');
+	$s->query_safe('\\set VERBOSITY verbose');
 	my $t0 = time;
-	$s->query("\\set VERBOSITY verbose\nSELECT zk_lock('gss-bad')");
+	start_wait($s, "SELECT zk_lock('gss-bad')");
+	ok(poll_until(sub { $bad->safe_psql('postgres',
+		"SELECT wait_event FROM pg_stat_activity WHERE pid = $pid") eq 'ZkConnect' }, 10),
+		'while it waits for the KDC the backend shows the wait event ZkConnect');
+	my (undef, $err) = finish_wait($s);
 	my $took = time - $t0;
-	like($s->{stderr}, qr/ERROR:  08001: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI\n.*DETAIL:  The KDC did not answer within 3000 ms\./s,
+	like($err, qr/ERROR:  08001: could not get Kerberos credentials of "zklock\@\Q$realm\E" for SASL GSSAPI\n.*DETAIL:  The KDC did not answer within 3000 ms\./s,
 		'a KDC that never answers: 08001 at zklock.connect_timeout');
 	cmp_ok($took, '<', 8, 'the call returned at connect_timeout (3 s), not at Kerberos\' timeouts');
 	ok(poll_until(sub { my @t = glob("/proc/$pid/task/*"); @t == 1 }, 90),
 		'the thread that asked the KDC ends by itself');
-	$s->{stderr} = '';
 	is($s->query_safe('SELECT 1'), '1', 'the backend goes on');
 	$s->quit;
 	close $tcp;
